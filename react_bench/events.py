@@ -1,0 +1,208 @@
+"""The two event layers (DESIGN section 4).
+
+``StreamEvent``: fragments of ONE model response, provider-neutral. Produced by the model
+clients in ``react_bench.models`` and consumed by ``models.collector``. A signature delta
+exists only at this layer.
+
+``AgentEvent``: what happens in ONE episode, semantic. Produced by ``loop.run_episode`` and
+the policies; consumed by the console, notebooks and the trajectory log. No AgentEvent
+carries a thinking signature.
+
+Every event is a frozen dataclass with a ``type`` tag; ``event_to_dict`` serialises one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from react_bench.types import StopReason, Usage
+
+# ---------------------------------------------------------------------------- stream layer
+
+BlockKind = Literal["text", "thinking", "redacted_thinking", "tool_use"]
+
+
+@dataclass(frozen=True)
+class MessageStart:
+    id: str
+    model: str
+    usage: Usage = Usage()
+    type: Literal["message_start"] = field(default="message_start", repr=False)
+
+
+@dataclass(frozen=True)
+class BlockStart:
+    index: int
+    kind: BlockKind
+    tool_id: str = ""
+    tool_name: str = ""
+    data: str = ""  # redacted thinking payload
+    type: Literal["block_start"] = field(default="block_start", repr=False)
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    index: int
+    text: str
+    type: Literal["text_delta"] = field(default="text_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ThinkingDelta:
+    index: int
+    thinking: str
+    type: Literal["thinking_delta"] = field(default="thinking_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class SignatureDelta:
+    index: int
+    signature: str
+    type: Literal["signature_delta"] = field(default="signature_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolInputDelta:
+    index: int
+    partial_json: str
+    type: Literal["tool_input_delta"] = field(default="tool_input_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class BlockStop:
+    index: int
+    type: Literal["block_stop"] = field(default="block_stop", repr=False)
+
+
+@dataclass(frozen=True)
+class MessageStop:
+    stop_reason: StopReason | None
+    usage: Usage = Usage()
+    stop_sequence: str | None = None
+    type: Literal["message_stop"] = field(default="message_stop", repr=False)
+
+
+StreamEvent = (
+    MessageStart
+    | BlockStart
+    | TextDelta
+    | ThinkingDelta
+    | SignatureDelta
+    | ToolInputDelta
+    | BlockStop
+    | MessageStop
+)
+
+# ----------------------------------------------------------------------------- agent layer
+
+FinishReason = Literal["answered", "step_limit", "error"]
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int
+    type: Literal["step_started"] = field(default="step_started", repr=False)
+
+
+@dataclass(frozen=True)
+class AssistantTextDelta:
+    step: int
+    text: str
+    type: Literal["assistant_text_delta"] = field(default="assistant_text_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class AssistantThinkingDelta:
+    step: int
+    thinking: str
+    type: Literal["assistant_thinking_delta"] = field(default="assistant_thinking_delta", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolCalled:
+    """A complete tool call (an action) that the loop is about to execute."""
+
+    step: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    type: Literal["tool_called"] = field(default="tool_called", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolExecutionStarted:
+    step: int
+    call_id: str
+    name: str
+    type: Literal["tool_execution_started"] = field(default="tool_execution_started", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolExecutionFinished:
+    step: int
+    call_id: str
+    name: str
+    observation: str
+    is_error: bool
+    type: Literal["tool_execution_finished"] = field(default="tool_execution_finished", repr=False)
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """The text runner could not read an action from the completion (a 'bad call')."""
+
+    step: int
+    text: str
+    message: str
+    type: Literal["parse_error"] = field(default="parse_error", repr=False)
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    step: int
+    usage: Usage
+    type: Literal["step_finished"] = field(default="step_finished", repr=False)
+
+
+@dataclass(frozen=True)
+class EpisodeFinished:
+    answer: str
+    reason: FinishReason
+    steps: int
+    usage: Usage
+    error: str | None = None
+    type: Literal["episode_finished"] = field(default="episode_finished", repr=False)
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    done: int
+    total: int
+    example_id: str = ""
+    type: Literal["run_progress"] = field(default="run_progress", repr=False)
+
+
+AgentEvent = (
+    StepStarted
+    | AssistantTextDelta
+    | AssistantThinkingDelta
+    | ToolCalled
+    | ToolExecutionStarted
+    | ToolExecutionFinished
+    | ParseError
+    | StepFinished
+    | EpisodeFinished
+    | RunProgress
+)
+
+AGENT_EVENT_TYPES: tuple[type, ...] = AgentEvent.__args__  # type: ignore[attr-defined]
+STREAM_EVENT_TYPES: tuple[type, ...] = StreamEvent.__args__  # type: ignore[attr-defined]
+
+
+def event_to_dict(event: AgentEvent | StreamEvent) -> dict[str, Any]:
+    """JSON-ready dict of an event (usage and stop reasons flattened)."""
+    data = asdict(event)  # type: ignore[call-overload]
+    if isinstance(data.get("stop_reason"), StopReason):
+        data["stop_reason"] = data["stop_reason"].value
+    return data

@@ -1,0 +1,226 @@
+"""``run_episode``: THE agent loop, shared by the text runner and the tool-use runner.
+
+Rules (DESIGN section 3):
+- The only exits are a turn without an action (``Decision.calls`` empty) and an action whose
+  observation carries a ``final_answer`` (the environment's ``finish``). Nothing else ends an
+  episode early, except a model failure (``ModelError``), reported as reason ``error``.
+- A step cap is mandatory. At the cap, ``on_limit`` decides: ``give_up`` (the paper: an empty
+  answer), ``wrap_up`` (one more call without tools, told that the steps are used up), or
+  ``backoff`` (ends like ``give_up``; the mode then hands the example to CoT-SC).
+- A tool that raises is a result with ``is_error=True``; the episode goes on.
+- All calls of one turn run concurrently; their results go back in ONE user message, in the
+  order of the calls and paired by id, whatever order they finish in.
+- The history is append-only; assistant messages are stored exactly as the policy returns
+  them (thinking blocks and signatures included) so they are sent back unchanged.
+
+The policy seam: a ``Policy`` streams ``AgentEvent``s for one model turn and ends with a
+``Decision``. Runners differ only in their policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from react_bench.events import (
+    AgentEvent,
+    EpisodeFinished,
+    FinishReason,
+    StepFinished,
+    StepStarted,
+    ToolCalled,
+    ToolExecutionFinished,
+    ToolExecutionStarted,
+)
+from react_bench.models.base import ModelError, ToolSpec
+from react_bench.models.collector import StreamProtocolError
+from react_bench.types import Message, ToolResultBlock, Usage
+
+OnLimit = Literal["give_up", "wrap_up", "backoff"]
+ON_LIMIT_POLICIES: tuple[str, ...] = ("give_up", "wrap_up", "backoff")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What an action returned. ``final_answer`` set means the action ended the episode."""
+
+    text: str
+    is_error: bool = False
+    final_answer: str | None = None
+
+
+class Environment(Protocol):
+    def tools(self) -> tuple[ToolSpec, ...]: ...
+
+    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One model turn, decided. No calls means the turn is the answer."""
+
+    message: Message
+    calls: tuple[ToolCall, ...] = ()
+    answer: str = ""
+    usage: Usage = Usage()
+
+
+class Policy(Protocol):
+    def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]: ...
+
+    def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]: ...
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    max_steps: int = 7
+    on_limit: OnLimit = "give_up"
+    wrap_up_notice: str = "You have used all {steps} steps. Give your final answer now, without using any tool."
+
+    def __post_init__(self) -> None:
+        if self.max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+        if self.on_limit not in ON_LIMIT_POLICIES:
+            raise ValueError(f"on_limit must be one of {ON_LIMIT_POLICIES}, got {self.on_limit!r}")
+
+
+@dataclass
+class EpisodeResult:
+    answer: str
+    reason: FinishReason
+    steps: int
+    usage: Usage
+    error: str | None = None
+    history: list[Message] = field(default_factory=list)
+    events: list[AgentEvent] = field(default_factory=list)
+
+
+class PolicyError(RuntimeError):
+    """The policy broke the seam's contract (a bug in our code, so it raises)."""
+
+
+async def run_episode(
+    policy: Policy,
+    env: Environment,
+    config: LoopConfig,
+    history: list[Message] | None = None,
+) -> AsyncIterator[AgentEvent]:
+    """Run one episode, yielding its events. ``history`` (if given) is appended to in place."""
+    history = [] if history is None else history
+    total = Usage()
+    for step in range(1, config.max_steps + 1):
+        yield StepStarted(step)
+        try:
+            decision: Decision | None = None
+            async for item in policy.decide(history, step):
+                if isinstance(item, Decision):
+                    decision = item
+                else:
+                    yield item
+        except (ModelError, StreamProtocolError) as exc:
+            yield EpisodeFinished("", "error", step, total, error=f"{type(exc).__name__}: {exc}")
+            return
+        if decision is None:
+            raise PolicyError(f"policy {type(policy).__name__} ended step {step} without a Decision")
+        total += decision.usage
+        history.append(decision.message)
+        if not decision.calls:
+            yield StepFinished(step, decision.usage)
+            yield EpisodeFinished(decision.answer, "answered", step, total)
+            return
+        observations: dict[str, Observation] = {}
+        async for event in _execute_all(env, decision.calls, step, observations):
+            yield event
+        history.append(
+            Message(
+                "user",
+                tuple(
+                    ToolResultBlock(c.id, observations[c.id].text, observations[c.id].is_error)
+                    for c in decision.calls
+                ),
+            )
+        )
+        finals = [observations[c.id].final_answer for c in decision.calls]
+        final_answer = next((a for a in finals if a is not None), None)
+        yield StepFinished(step, decision.usage)
+        if final_answer is not None:
+            yield EpisodeFinished(final_answer, "answered", step, total)
+            return
+
+    steps = config.max_steps
+    if config.on_limit == "wrap_up":
+        notice = config.wrap_up_notice.format(steps=steps)
+        try:
+            decision = None
+            async for item in policy.wrap_up(history, steps + 1, notice):
+                if isinstance(item, Decision):
+                    decision = item
+                else:
+                    yield item
+        except (ModelError, StreamProtocolError) as exc:
+            yield EpisodeFinished("", "error", steps, total, error=f"{type(exc).__name__}: {exc}")
+            return
+        if decision is None:
+            raise PolicyError(f"policy {type(policy).__name__} ended its wrap-up without a Decision")
+        total += decision.usage
+        history.append(decision.message)
+        yield EpisodeFinished(decision.answer, "step_limit", steps, total)
+        return
+    yield EpisodeFinished("", "step_limit", steps, total)
+
+
+async def _execute_all(
+    env: Environment, calls: Sequence[ToolCall], step: int, observations: dict[str, Observation]
+) -> AsyncIterator[AgentEvent]:
+    """Execute all calls concurrently; fill ``observations`` by call id; yield progress."""
+    ids = [c.id for c in calls]
+    if len(set(ids)) != len(ids):
+        raise PolicyError(f"duplicate tool call ids in one turn: {ids}")
+
+    async def one(call: ToolCall) -> tuple[ToolCall, Observation]:
+        try:
+            return call, await env.execute(call.name, call.arguments)
+        except Exception as exc:  # a tool failure is a result, not an exception
+            return call, Observation(f"Error: {type(exc).__name__}: {exc}", is_error=True)
+
+    for call in calls:
+        yield ToolCalled(step, call.id, call.name, dict(call.arguments))
+    tasks = [asyncio.ensure_future(one(call)) for call in calls]
+    for call in calls:
+        yield ToolExecutionStarted(step, call.id, call.name)
+    try:
+        for finished in asyncio.as_completed(tasks):
+            call, observation = await finished
+            observations[call.id] = observation
+            yield ToolExecutionFinished(step, call.id, call.name, observation.text, observation.is_error)
+    finally:
+        for task in tasks:
+            task.cancel()
+
+
+async def run_to_end(events: AsyncIterator[AgentEvent], history: list[Message] | None = None) -> EpisodeResult:
+    """Drain an episode's events into an ``EpisodeResult``."""
+    collected: list[AgentEvent] = []
+    async for event in events:
+        collected.append(event)
+    last = collected[-1] if collected else None
+    if not isinstance(last, EpisodeFinished):
+        raise PolicyError("episode ended without an EpisodeFinished event")
+    return EpisodeResult(
+        answer=last.answer,
+        reason=last.reason,
+        steps=last.steps,
+        usage=last.usage,
+        error=last.error,
+        history=history if history is not None else [],
+        events=collected,
+    )

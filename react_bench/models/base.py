@@ -1,0 +1,129 @@
+"""The model seam: requests, capabilities, the ``ModelClient`` protocol.
+
+A client turns a provider-neutral ``ModelRequest`` into a stream of ``StreamEvent``s;
+``generate`` assembles them into a ``ModelResponse`` with the pure collector. Provider SDK
+types never leave the provider's module.
+
+Settings a model rejects (DESIGN 6b) are never sent to fail: ``adapt_request`` removes them
+according to the model's ``ModelCapabilities`` and names them, so that a run can record
+"temperature=0 not applied" instead of pretending it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from react_bench.events import StreamEvent
+from react_bench.types import Message, ModelResponse
+
+
+class ModelError(Exception):
+    """A provider or model failure that ends one episode (not a bug in our code).
+
+    ``status`` is the HTTP status where there is one; ``retryable`` says whether trying
+    the same request later could succeed.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class ConfigError(ValueError):
+    """A setting that cannot work (missing key variable, unknown model, missing extra)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ThinkingConfig:
+    mode: Literal["adaptive", "enabled"] = "adaptive"
+    budget_tokens: int | None = None
+    display: Literal["summarized", "omitted"] = "summarized"
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    """One model call. Either ``prompt`` (raw text completion) or ``messages`` (chat)."""
+
+    messages: tuple[Message, ...] = ()
+    prompt: str | None = None
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 100
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    thinking: ThinkingConfig | None = None
+    # Distinguishes otherwise identical sampled calls (CoT-SC sample k): each its own cache key.
+    sample_index: int | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelCapabilities:
+    """What a model accepts. Prices are USD per million tokens (None: unknown/free)."""
+
+    raw_completion: bool = False  # accepts ModelRequest.prompt
+    chat: bool = True
+    tools: bool = True
+    prefill: bool = True  # a conversation may end with an assistant message
+    sampling: bool = True  # temperature / top_p accepted
+    thinking_modes: frozenset[str] = frozenset()  # subset of {"adaptive", "enabled"}
+    price_input: float | None = None
+    price_output: float | None = None
+    price_cache_write: float | None = None
+    price_cache_read: float | None = None
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    name: str
+    capabilities: ModelCapabilities
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:
+    """Drop what the model rejects; return the request to send and what was not applied."""
+    dropped: list[str] = []
+    changes: dict[str, Any] = {}
+    if not caps.sampling:
+        if request.temperature is not None:
+            dropped.append(f"temperature={request.temperature}")
+            changes["temperature"] = None
+        if request.top_p is not None:
+            dropped.append(f"top_p={request.top_p}")
+            changes["top_p"] = None
+    if request.thinking is not None and request.thinking.mode not in caps.thinking_modes:
+        dropped.append(f"thinking={request.thinking.mode}")
+        changes["thinking"] = None
+    if request.tools and not caps.tools:
+        raise ConfigError("this model does not support tools; use runner=text")
+    if request.prompt is not None and not caps.raw_completion:
+        raise ConfigError("this model does not take raw text completions; send messages")
+    return (replace(request, **changes) if changes else request), tuple(dropped)
+
+
+async def generate(
+    client: ModelClient,
+    request: ModelRequest,
+    on_event: Callable[[StreamEvent], None] | None = None,
+) -> ModelResponse:
+    """Run one streamed call to completion and return the assembled response."""
+    from react_bench.models.collector import ResponseCollector
+
+    collector = ResponseCollector()
+    async for event in client.stream(request):
+        collector.feed(event)
+        if on_event is not None:
+            on_event(event)
+    return collector.response()

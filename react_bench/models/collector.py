@@ -1,0 +1,173 @@
+"""Pure assembly of ``StreamEvent`` fragments into one ``ModelResponse``.
+
+No I/O, no provider types: tested on recorded streams. Tool input JSON is concatenated
+as raw text and parsed once at the block's stop, so a fragment may end anywhere, even in
+the middle of an escape sequence or a multi-byte character's ``\\u`` escape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import assert_never
+
+from react_bench.events import (
+    BlockStart,
+    BlockStop,
+    MessageStart,
+    MessageStop,
+    SignatureDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+)
+from react_bench.types import (
+    ContentBlock,
+    ModelResponse,
+    RedactedThinkingBlock,
+    StopReason,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+
+class StreamProtocolError(ValueError):
+    """The stream broke the event grammar (delta before start, bad tool JSON, ...)."""
+
+
+@dataclass
+class _OpenBlock:
+    start: BlockStart
+    parts: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ResponseCollector:
+    id: str = ""
+    model: str = ""
+    usage: Usage = Usage()
+    stop_reason: StopReason | None = None
+    stop_sequence: str | None = None
+    finished: bool = False
+    _open: dict[int, _OpenBlock] = field(default_factory=dict)
+    _done: dict[int, ContentBlock] = field(default_factory=dict)
+
+    def feed(self, event: StreamEvent) -> None:
+        match event:
+            case MessageStart(id=id_, model=model, usage=usage):
+                self.id, self.model, self.usage = id_, model, usage
+            case BlockStart(index=index):
+                if index in self._open or index in self._done:
+                    raise StreamProtocolError(f"block {index} started twice")
+                self._open[index] = _OpenBlock(event)
+            case TextDelta(index=index, text=text):
+                self._block(index, "text").parts.append(text)
+            case ThinkingDelta(index=index, thinking=thinking):
+                self._block(index, "thinking").parts.append(thinking)
+            case SignatureDelta(index=index, signature=signature):
+                self._block(index, "thinking").signature.append(signature)
+            case ToolInputDelta(index=index, partial_json=partial):
+                self._block(index, "tool_use").parts.append(partial)
+            case BlockStop(index=index):
+                if index not in self._open:
+                    raise StreamProtocolError(f"stop for block {index}, which is not open")
+                self._done[index] = _close(self._open.pop(index))
+            case MessageStop(stop_reason=reason, usage=usage, stop_sequence=stop_sequence):
+                self.stop_reason, self.stop_sequence = reason, stop_sequence
+                # message_delta usage is cumulative for output; input counts come from the start
+                self.usage = Usage(
+                    input_tokens=usage.input_tokens or self.usage.input_tokens,
+                    output_tokens=usage.output_tokens or self.usage.output_tokens,
+                    cache_creation_input_tokens=usage.cache_creation_input_tokens
+                    or self.usage.cache_creation_input_tokens,
+                    cache_read_input_tokens=usage.cache_read_input_tokens or self.usage.cache_read_input_tokens,
+                )
+                self.finished = True
+            case _:
+                assert_never(event)
+
+    def _block(self, index: int, kind: str) -> _OpenBlock:
+        block = self._open.get(index)
+        if block is None:
+            raise StreamProtocolError(f"delta for block {index}, which is not open")
+        if block.start.kind != kind:
+            raise StreamProtocolError(f"{kind} delta for a {block.start.kind} block at {index}")
+        return block
+
+    def response(self) -> ModelResponse:
+        if self._open:
+            raise StreamProtocolError(f"stream ended with blocks still open: {sorted(self._open)}")
+        if not self.finished:
+            raise StreamProtocolError("stream ended without message_stop")
+        return ModelResponse(
+            content=tuple(self._done[i] for i in sorted(self._done)),
+            stop_reason=self.stop_reason,
+            usage=self.usage,
+            model=self.model,
+            id=self.id,
+            stop_sequence=self.stop_sequence,
+        )
+
+
+def _close(block: _OpenBlock) -> ContentBlock:
+    start, text = block.start, "".join(block.parts)
+    match start.kind:
+        case "text":
+            return TextBlock(text)
+        case "thinking":
+            return ThinkingBlock(text, "".join(block.signature))
+        case "redacted_thinking":
+            return RedactedThinkingBlock(start.data)
+        case "tool_use":
+            try:
+                arguments = json.loads(text) if text.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise StreamProtocolError(f"tool {start.tool_name!r} input is not valid JSON: {exc}") from exc
+            if not isinstance(arguments, dict):
+                raise StreamProtocolError(f"tool {start.tool_name!r} input is not a JSON object")
+            return ToolUseBlock(start.tool_id, start.tool_name, arguments)
+        case _:
+            assert_never(start.kind)
+
+
+def collect(events: Iterable[StreamEvent]) -> ModelResponse:
+    collector = ResponseCollector()
+    for event in events:
+        collector.feed(event)
+    return collector.response()
+
+
+def response_to_events(response: ModelResponse, chunk: int = 7) -> list[StreamEvent]:
+    """The inverse of ``collect``: a response as a fragment stream (pieces of ``chunk`` chars).
+
+    Used by the scripted and replay models, so that every model in the project streams.
+    """
+    events: list[StreamEvent] = [MessageStart(response.id, response.model, Usage(input_tokens=response.usage.input_tokens))]
+
+    def pieces(text: str) -> list[str]:
+        return [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]
+
+    for index, block in enumerate(response.content):
+        match block:
+            case TextBlock(text=text):
+                events.append(BlockStart(index, "text"))
+                events.extend(TextDelta(index, p) for p in pieces(text))
+            case ThinkingBlock(thinking=thinking, signature=signature):
+                events.append(BlockStart(index, "thinking"))
+                events.extend(ThinkingDelta(index, p) for p in pieces(thinking))
+                events.append(SignatureDelta(index, signature))
+            case RedactedThinkingBlock(data=data):
+                events.append(BlockStart(index, "redacted_thinking", data=data))
+            case ToolUseBlock(id=id_, name=name, input=input_):
+                events.append(BlockStart(index, "tool_use", tool_id=id_, tool_name=name))
+                events.extend(ToolInputDelta(index, p) for p in pieces(json.dumps(dict(input_))))
+            case _:
+                raise StreamProtocolError(f"a response cannot contain {block.type} blocks")
+        events.append(BlockStop(index))
+    events.append(MessageStop(response.stop_reason, response.usage, response.stop_sequence))
+    return events

@@ -1,0 +1,208 @@
+"""Provider-neutral conversation types.
+
+Everything above ``react_bench.models`` speaks these types; provider SDK types never
+cross that line. Blocks are frozen dataclasses with a ``type`` tag, serialisable with
+``block_to_dict`` / ``block_from_dict`` (the shape is the Anthropic Messages wire shape,
+which is also what ``calls.jsonl`` and trajectories store).
+
+A thinking block's ``signature`` is opaque: it is kept verbatim and sent back unchanged,
+and it never appears in an ``AgentEvent`` (see ``events.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+from typing import Any, Literal, assert_never
+
+
+class StopReason(StrEnum):
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    TOOL_USE = "tool_use"
+    PAUSE_TURN = "pause_turn"
+    REFUSAL = "refusal"
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = field(default="text", repr=False)
+
+
+@dataclass(frozen=True)
+class ThinkingBlock:
+    thinking: str
+    signature: str
+    type: Literal["thinking"] = field(default="thinking", repr=False)
+
+
+@dataclass(frozen=True)
+class RedactedThinkingBlock:
+    data: str
+    type: Literal["redacted_thinking"] = field(default="redacted_thinking", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolUseBlock:
+    id: str
+    name: str
+    input: Mapping[str, Any]
+    type: Literal["tool_use"] = field(default="tool_use", repr=False)
+
+
+@dataclass(frozen=True)
+class ToolResultBlock:
+    tool_use_id: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = field(default="tool_result", repr=False)
+
+
+ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(frozen=True)
+class Message:
+    role: Literal["user", "assistant"]
+    content: tuple[ContentBlock, ...]
+
+    @staticmethod
+    def user(*blocks: ContentBlock | str) -> Message:
+        return Message("user", _blocks(blocks))
+
+    @staticmethod
+    def assistant(*blocks: ContentBlock | str) -> Message:
+        return Message("assistant", _blocks(blocks))
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks (thinking excluded)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+
+def _blocks(items: tuple[ContentBlock | str, ...]) -> tuple[ContentBlock, ...]:
+    return tuple(TextBlock(b) if isinstance(b, str) else b for b in items)
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(Usage)))
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(Usage)}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any] | None) -> Usage:
+        data = data or {}
+        return Usage(**{f.name: int(data.get(f.name) or 0) for f in fields(Usage)})
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One complete model response, as assembled by ``models.collector``."""
+
+    content: tuple[ContentBlock, ...]
+    stop_reason: StopReason | None
+    usage: Usage = Usage()
+    model: str = ""
+    id: str = ""
+    stop_sequence: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    @property
+    def tool_uses(self) -> tuple[ToolUseBlock, ...]:
+        return tuple(b for b in self.content if isinstance(b, ToolUseBlock))
+
+    def as_message(self) -> Message:
+        return Message("assistant", self.content)
+
+
+def block_to_dict(block: ContentBlock) -> dict[str, Any]:
+    match block:
+        case TextBlock(text=text):
+            return {"type": "text", "text": text}
+        case ThinkingBlock(thinking=thinking, signature=signature):
+            return {"type": "thinking", "thinking": thinking, "signature": signature}
+        case RedactedThinkingBlock(data=data):
+            return {"type": "redacted_thinking", "data": data}
+        case ToolUseBlock(id=id_, name=name, input=input_):
+            return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
+        case ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error):
+            out: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
+            if is_error:
+                out["is_error"] = True
+            return out
+        case _:
+            assert_never(block)
+
+
+def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
+    kind = data.get("type")
+    if kind == "text":
+        return TextBlock(str(data["text"]))
+    if kind == "thinking":
+        return ThinkingBlock(str(data.get("thinking", "")), str(data.get("signature", "")))
+    if kind == "redacted_thinking":
+        return RedactedThinkingBlock(str(data["data"]))
+    if kind == "tool_use":
+        return ToolUseBlock(str(data["id"]), str(data["name"]), dict(data.get("input") or {}))
+    if kind == "tool_result":
+        content = data.get("content", "")
+        if isinstance(content, list):  # wire form: a list of text blocks
+            content = "".join(str(c.get("text", "")) for c in content)
+        return ToolResultBlock(str(data["tool_use_id"]), str(content), bool(data.get("is_error", False)))
+    raise ValueError(f"unknown content block type {kind!r}")
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "content": [block_to_dict(b) for b in message.content]}
+
+
+def message_from_dict(data: Mapping[str, Any]) -> Message:
+    content = data["content"]
+    if isinstance(content, str):
+        return Message(data["role"], (TextBlock(content),))
+    return Message(data["role"], tuple(block_from_dict(b) for b in content))
+
+
+def response_to_dict(response: ModelResponse) -> dict[str, Any]:
+    return {
+        "id": response.id,
+        "model": response.model,
+        "content": [block_to_dict(b) for b in response.content],
+        "stop_reason": response.stop_reason.value if response.stop_reason else None,
+        "stop_sequence": response.stop_sequence,
+        "usage": response.usage.to_dict(),
+    }
+
+
+def response_from_dict(data: Mapping[str, Any]) -> ModelResponse:
+    stop = data.get("stop_reason")
+    return ModelResponse(
+        content=tuple(block_from_dict(b) for b in data.get("content", [])),
+        stop_reason=StopReason(stop) if stop else None,
+        usage=Usage.from_dict(data.get("usage")),
+        model=str(data.get("model", "")),
+        id=str(data.get("id", "")),
+        stop_sequence=data.get("stop_sequence"),
+    )
