@@ -58,6 +58,7 @@ class ModelRequest:
     prompt: str | None = None
     system: str | None = None
     tools: tuple[ToolSpec, ...] = ()
+    tool_choice: Literal["auto", "any", "none"] | None = None  # None: the provider's default (auto)
     max_tokens: int = 100
     temperature: float | None = None
     top_p: float | None = None
