@@ -1,0 +1,152 @@
+"""Record and replay every model call of a run (``calls.jsonl`` cassettes).
+
+Which example a call belongs to is carried by a context variable that the evaluator sets
+around each example (``example_scope``); asyncio tasks inherit it, so concurrent examples
+never mix their calls. ``RecordingModel`` wraps any client and appends each completed
+response to the current example's list. A cassette line is, per example, either
+``{"id": ..., "completions": [raw text of each call]}`` (text runner) or
+``{"id": ..., "responses": [content blocks of each response]}`` (tool-use runner).
+
+``ReplayModel`` serves an example's recorded responses in order, whatever the prompt.
+Asking beyond them raises ``ModelError``, which ends that example's episode with reason
+``error``; the run goes on. Replaying a run therefore reproduces its predictions exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from react_bench.events import StreamEvent
+from react_bench.models.base import ConfigError, ModelCapabilities, ModelClient, ModelError, ModelRequest
+from react_bench.models.collector import ResponseCollector, response_to_events
+from react_bench.types import (
+    ModelResponse,
+    StopReason,
+    TextBlock,
+    block_from_dict,
+    block_to_dict,
+)
+
+_EXAMPLE: ContextVar[str | None] = ContextVar("react_bench_example", default=None)
+_CALLS: ContextVar[list[ModelResponse] | None] = ContextVar("react_bench_calls", default=None)
+_CURSOR: ContextVar[list[int] | None] = ContextVar("react_bench_cursor", default=None)
+
+CassetteKind = Literal["completions", "responses"]
+
+
+@contextmanager
+def example_scope(example_id: str) -> Iterator[list[ModelResponse]]:
+    """Within this scope, model calls are recorded for (and replayed from) ``example_id``."""
+    calls: list[ModelResponse] = []
+    tokens = (_EXAMPLE.set(example_id), _CALLS.set(calls), _CURSOR.set([0]))
+    try:
+        yield calls
+    finally:
+        _CURSOR.reset(tokens[2])
+        _CALLS.reset(tokens[1])
+        _EXAMPLE.reset(tokens[0])
+
+
+def cassette_line(example_id: str, calls: list[ModelResponse], kind: CassetteKind) -> dict[str, Any]:
+    if kind == "completions":
+        return {"id": example_id, "completions": [r.text for r in calls]}
+    return {"id": example_id, "responses": [[block_to_dict(b) for b in r.content] for r in calls]}
+
+
+@dataclass
+class RecordingModel:
+    """Passes a client's stream through and records each complete response."""
+
+    inner: ModelClient
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self.inner.capabilities
+
+    def __getattr__(self, attr: str) -> Any:  # plan(), close() etc. of the wrapped client
+        return getattr(self.inner, attr)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        collector = ResponseCollector()
+        async for event in self.inner.stream(request):
+            collector.feed(event)
+            yield event
+        calls = _CALLS.get()
+        if calls is not None:
+            calls.append(collector.response())
+
+
+def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[ModelResponse]]]:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"cassette not found: {path} (give model.cassette=<run dir>/calls.jsonl)")
+    kinds: set[str] = set()
+    by_id: dict[str, list[ModelResponse]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+            example_id = str(record["id"])
+            if "completions" in record:
+                kinds.add("completions")
+                responses = [_text_response(t) for t in record["completions"]]
+            else:
+                kinds.add("responses")
+                responses = [_block_response(blocks) for blocks in record["responses"]]
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"{path}:{number}: not a cassette line ({exc})") from exc
+        if example_id in by_id:
+            raise ConfigError(f"{path}:{number}: example {example_id!r} appears twice")
+        by_id[example_id] = responses
+    if len(kinds) > 1:
+        raise ConfigError(f"{path} mixes text completions and message responses")
+    return (kinds.pop() if kinds else "completions"), by_id  # type: ignore[return-value]
+
+
+def _text_response(text: str) -> ModelResponse:
+    return ModelResponse((TextBlock(str(text)),), StopReason.END_TURN, model="replay")
+
+
+def _block_response(blocks: list[dict[str, Any]]) -> ModelResponse:
+    content = tuple(block_from_dict(b) for b in blocks)
+    stop = StopReason.TOOL_USE if any(b.get("type") == "tool_use" for b in blocks) else StopReason.END_TURN
+    return ModelResponse(content, stop, model="replay")
+
+
+@dataclass
+class ReplayModel:
+    """Serves recorded responses per example, in call order; ``capabilities`` of the original."""
+
+    cassette: str | Path
+    capabilities: ModelCapabilities = field(default_factory=lambda: ModelCapabilities(raw_completion=True))
+    name: str = "replay"
+
+    def __post_init__(self) -> None:
+        self.kind, self.by_id = load_cassette(self.cassette)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        example_id, cursor = _EXAMPLE.get(), _CURSOR.get()
+        if example_id is None or cursor is None:
+            raise ModelError("replay needs an example scope (react_bench.models.replay.example_scope)")
+        recorded = self.by_id.get(example_id)
+        if recorded is None:
+            raise ModelError(f"the cassette has no calls for example {example_id!r}")
+        if cursor[0] >= len(recorded):
+            raise ModelError(
+                f"the cassette has {len(recorded)} call(s) for example {example_id!r}; call {cursor[0] + 1} was asked for"
+            )
+        response = recorded[cursor[0]]
+        cursor[0] += 1
+        for event in response_to_events(response):
+            yield event

@@ -1,0 +1,71 @@
+"""Few-shot prompts: the project's own exemplars (``hotpotqa.json``, ``fever.json`` here),
+or any prompt file loaded by path and key (e.g. the paper's own prompt files, for an exact
+reproduction; they are never copied into this repository).
+
+A prompt file of ours is JSON: ``{"label": "Question", "instructions": {style: text},
+"exemplars": {style: text}}`` with styles ``react``, ``act``, ``cot``, ``standard`` (and
+``tool_use`` / ``tool_use_act`` instructions for the native runner). A foreign file is JSON
+``{key: exemplars}`` (the paper's layout); its instruction is ours unless one is given.
+The prompt text is hashed into the run's protocol fingerprint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+PROMPT_DIR = Path(__file__).resolve().parent
+STYLES = ("react", "act", "cot", "standard")
+
+
+@dataclass(frozen=True)
+class PromptSpec:
+    instruction: str
+    exemplars: str
+    label: str  # "Question" (HotpotQA) or "Claim" (FEVER)
+    source: str  # "react_bench:hotpotqa/react" or "<path>#<key>"
+
+    @property
+    def sha256(self) -> str:
+        text = json.dumps([self.instruction, self.exemplars, self.label])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@cache
+def _read(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"prompt file not found: {path}") from None
+
+
+def load_prompt(
+    task: str,
+    style: str,
+    file: str | Path | None = None,
+    key: str | None = None,
+    instruction: str | None = None,
+) -> PromptSpec:
+    """The prompt for ``task`` and ``style``; ``file``+``key`` load foreign exemplars."""
+    if style not in (*STYLES, "tool_use", "tool_use_act"):
+        raise ValueError(f"unknown prompt style {style!r}; one of {STYLES}")
+    own = _read(PROMPT_DIR / f"{task}.json")
+    own_instruction = own["instructions"][style]
+    if file is None:
+        exemplars = own["exemplars"].get(style, "")
+        source = f"react_bench:{task}/{style}"
+    else:
+        foreign = _read(Path(file).expanduser().resolve())
+        if key not in foreign:
+            raise KeyError(f"prompt file {file} has no key {key!r}; it has {sorted(foreign)}")
+        exemplars = foreign[key]
+        source = f"{file}#{key}"
+    return PromptSpec(
+        instruction=own_instruction if instruction is None else instruction,
+        exemplars=exemplars,
+        label=own["label"],
+        source=source,
+    )

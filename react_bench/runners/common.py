@@ -1,0 +1,109 @@
+"""What both runners share: one streamed model turn as AgentEvents, and text completion.
+
+``stream_turn`` forwards a model's text and thinking fragments as AgentEvents while the
+pure collector assembles the response; the policy receives the ``ModelResponse`` last.
+Signature deltas stay here: they reach the response (and so the history) but never an event.
+
+``complete_text`` sends a text-protocol prompt to any model: as a raw completion where the
+model takes one (local GGUF models, OpenAI-compatible completions), else as chat messages,
+with the suffix (e.g. ``Thought 3:``) as assistant prefill where the model accepts prefill,
+or as an instruction to continue where it does not (Claude from the 4.6 generation on).
+Stop sequences are always applied client-side as well, so a stop the API refuses (the
+paper's re-ask stop ``\\n`` is whitespace-only) is honoured all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from react_bench.events import (
+    AgentEvent,
+    AssistantTextDelta,
+    AssistantThinkingDelta,
+    BlockStart,
+    BlockStop,
+    MessageStart,
+    MessageStop,
+    SignatureDelta,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+)
+from react_bench.models.base import ModelClient, ModelRequest
+from react_bench.models.collector import ResponseCollector
+from react_bench.models.scripted import cut_at_stop
+from react_bench.types import Message, ModelResponse, Usage
+
+
+async def stream_turn(model: ModelClient, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | ModelResponse]:
+    """Stream one call: yield text/thinking deltas as AgentEvents, then the whole response."""
+    collector = ResponseCollector()
+    async for event in model.stream(request):
+        collector.feed(event)
+        match event:
+            case TextDelta(text=text) if text:
+                yield AssistantTextDelta(step, text)
+            case ThinkingDelta(thinking=thinking) if thinking:
+                yield AssistantThinkingDelta(step, thinking)
+            case TextDelta() | ThinkingDelta() | MessageStart() | BlockStart() | SignatureDelta():
+                pass
+            case ToolInputDelta() | BlockStop() | MessageStop():
+                pass
+    yield collector.response()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding settings of the text protocol (paper: greedy, 100 new tokens per step)."""
+
+    max_tokens: int = 100
+    temperature: float | None = 0.0
+    sample_index: int | None = None
+
+
+CONTINUE_INSTRUCTION = (
+    "\n\nContinue the text above from where it stops. Begin your reply with `{suffix}` and "
+    "follow the format of the examples exactly."
+)
+
+
+def text_request(model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling) -> ModelRequest:
+    """The request for ``prompt + suffix`` in whichever form the model accepts."""
+    common = dict(
+        max_tokens=sampling.max_tokens,
+        temperature=sampling.temperature,
+        sample_index=sampling.sample_index,
+    )
+    caps = model.capabilities
+    if caps.raw_completion:
+        return ModelRequest(prompt=prompt + suffix, stop=tuple(stop), **common)
+    api_stops = tuple(s for s in stop if s.strip())  # APIs reject whitespace-only stops
+    if caps.prefill and suffix.strip():
+        messages = (Message.user(prompt.rstrip()), Message.assistant(suffix.rstrip()))
+    else:
+        messages = (Message.user(prompt.rstrip() + CONTINUE_INSTRUCTION.format(suffix=suffix.strip())),)
+    return ModelRequest(messages=messages, stop=api_stops, **common)
+
+
+def completion_text(model: ModelClient, response: ModelResponse, suffix: str, stop: Sequence[str]) -> str:
+    """The completion after ``suffix``: cut at the stops, a repeated suffix stripped."""
+    text = response.text
+    if not model.capabilities.raw_completion:
+        stripped = text.lstrip()
+        if suffix.strip() and stripped.startswith(suffix.strip()):
+            text = stripped[len(suffix.strip()) :]
+    text, _ = cut_at_stop(text, stop)
+    return text
+
+
+async def complete_text(
+    model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling, step: int
+) -> AsyncIterator[AgentEvent | tuple[str, Usage]]:
+    """Stream a text-protocol call; yields deltas, then ``(completion, usage)``."""
+    request = text_request(model, prompt, suffix, stop, sampling)
+    async for item in stream_turn(model, request, step):
+        if isinstance(item, ModelResponse):
+            yield completion_text(model, item, suffix, stop), item.usage
+        else:
+            yield item

@@ -1,0 +1,178 @@
+"""The classic text runner: the paper's Thought / Action / Observation protocol on the loop.
+
+Per step ``i`` the prompt is ``instruction + exemplars + "Question: ..."`` (FEVER:
+``Claim: ...``) plus the scratchpad so far, ending in ``Thought {i}:`` (Act: ``Action {i}:``).
+The completion is cut at ``\\nObservation {i}:`` and the action read from after
+``\\nAction {i}: ``. With ``parser="paper"`` this is exactly the original code: when the split
+fails, the first line is kept as the thought and the model is asked again with
+``Thought {i}: {thought}\\nAction {i}:`` and stop ``\\n`` (a "bad call"); the first letter of
+the action is lower-cased before execution; observations have literal ``\\n`` removed.
+``parser="robust"`` repairs common format slips first (each repair counted) and re-asks
+only when no action can be found.
+
+How the text reaches each kind of model is ``runners.common.complete_text``'s business.
+The environment sees paper-format action strings through ``TextActionEnv``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from react_bench.events import AgentEvent, ParseError
+from react_bench.loop import Decision, Environment, Observation, ToolCall
+from react_bench.models.base import ModelClient, ToolSpec
+from react_bench.prompts import PromptSpec
+from react_bench.runners.common import Sampling, complete_text
+from react_bench.runners.parsing import REASK_STOP, extract_answer, parse_act, parse_step, reask_suffix, step_stop
+from react_bench.types import Message, ToolResultBlock, Usage
+
+Parser = Literal["paper", "robust"]
+TEXT_ACTION_TOOL = "text_action"
+
+
+class TextActionEnv:
+    """Adapts a WikiEnv to the loop for the text runner: one tool taking the action string."""
+
+    def __init__(self, env: Any):
+        self.env = env
+
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return ()
+
+    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation:
+        if name != TEXT_ACTION_TOOL:
+            raise ValueError(f"the text runner only executes {TEXT_ACTION_TOOL!r}, not {name!r}")
+        return await self.env.step_text(str(arguments["action"]))
+
+
+@dataclass
+class StepStats:
+    """Per-example counts the results report (bad calls = the paper's re-asks)."""
+
+    calls: int = 0
+    bad_calls: int = 0
+    repairs: dict[str, int] = field(default_factory=dict)
+
+    def add_repairs(self, repairs: Sequence[str]) -> None:
+        for repair in repairs:
+            self.repairs[repair] = self.repairs.get(repair, 0) + 1
+
+
+def base_prompt(prompt: PromptSpec, question: str) -> str:
+    return f"{prompt.instruction}{prompt.exemplars}{prompt.label}: {question}\n"
+
+
+def paper_observation(text: str) -> str:
+    # The original code removes literal backslash-n pairs (not newlines) from observations.
+    return text.replace("\\n", "")
+
+
+@dataclass
+class TextPolicy:
+    """ReAct (``style="react"``) or Act (``style="act"``) over the text protocol."""
+
+    model: ModelClient
+    prompt: PromptSpec
+    question: str
+    style: Literal["react", "act"] = "react"
+    parser: Parser = "paper"
+    sampling: Sampling = Sampling()
+    stats: StepStats = field(default_factory=StepStats)
+
+    def scratchpad(self, history: Sequence[Message]) -> str:
+        parts: list[str] = []
+        for step, (turn, results) in enumerate(zip(history[0::2], history[1::2], strict=False), start=1):
+            observation = _result_text(results)
+            parts.append(f"{turn.text}\nObservation {step}: {observation}\n")
+        return "".join(parts)
+
+    async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
+        prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history)
+        suffix = f"Action {step}:" if self.style == "act" else f"Thought {step}:"
+        usage = Usage()
+        completion = ""
+        async for item in self._complete(prompt, suffix, [step_stop(step)], step):
+            if isinstance(item, tuple):
+                completion, call_usage = item
+                usage += call_usage
+            else:
+                yield item
+        parse = parse_act if self.style == "act" else parse_step
+        parsed = parse(completion, step, self.parser)
+        self.stats.add_repairs(parsed.repairs)
+        thought, action = parsed.thought, parsed.action
+        if action is None:
+            self.stats.bad_calls += 1
+            yield ParseError(step, completion, f"no `Action {step}:` in the completion; asking again for the action")
+            reask = reask_suffix(step, thought) if self.style == "react" else suffix
+            async for item in self._complete(prompt, reask, [REASK_STOP], step):
+                if isinstance(item, tuple):
+                    usage += item[1]
+                    reparsed = parse_act(item[0], step, self.parser)
+                    self.stats.add_repairs(reparsed.repairs)
+                    action = reparsed.action or ""
+                else:
+                    yield item
+        assert action is not None
+        if self.style == "act":
+            text = f"Action {step}: {action}"
+        else:
+            text = f"Thought {step}: {thought}\nAction {step}: {action}"
+        executed = action[:1].lower() + action[1:]
+        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": executed})
+        yield Decision(Message.assistant(text), (call,), usage=usage)
+
+    async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
+        prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history) + f"({notice})\n"
+        suffix = f"Action {step}: Finish["
+        usage, answer = Usage(), ""
+        async for item in self._complete(prompt, suffix, ["]", "\n"], step):
+            if isinstance(item, tuple):
+                answer, usage = item[0].strip(), item[1]
+            else:
+                yield item
+        yield Decision(Message.assistant(f"{suffix}{answer}]"), answer=answer, usage=usage)
+
+    async def _complete(
+        self, prompt: str, suffix: str, stop: Sequence[str], step: int
+    ) -> AsyncIterator[AgentEvent | tuple[str, Usage]]:
+        self.stats.calls += 1
+        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
+            yield item
+
+
+@dataclass
+class AnswerPolicy:
+    """Standard and CoT prompting: one call, no actions; the turn is the answer."""
+
+    model: ModelClient
+    prompt: PromptSpec
+    question: str
+    style: Literal["cot", "standard"] = "cot"
+    sampling: Sampling = Sampling()
+    stats: StepStats = field(default_factory=StepStats)
+
+    async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
+        prompt = base_prompt(self.prompt, self.question)
+        suffix, stop = ("Thought:", [f"\n{self.prompt.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
+        self.stats.calls += 1
+        completion, usage = "", Usage()
+        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
+            if isinstance(item, tuple):
+                completion, usage = item
+            else:
+                yield item
+        extracted = extract_answer(completion, after_answer_label=self.style == "standard")
+        answer = extracted.answer if extracted else ""
+        yield Decision(Message.assistant(f"{suffix}{completion}"), answer=answer, usage=usage)
+
+    async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
+        raise AssertionError("a one-call policy never reaches the step cap")
+        yield  # pragma: no cover
+
+
+def _result_text(message: Message) -> str:
+    blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
+    return paper_observation("".join(b.content for b in blocks))
