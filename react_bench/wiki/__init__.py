@@ -1,0 +1,133 @@
+"""The Wikipedia environment and its backends; ``make_env_factory`` turns a config into episodes.
+
+Typical use (one backend per run, one ``WikiEnv`` per episode)::
+
+    from react_bench.wiki import WikiConfig, make_env_factory
+    factory = make_env_factory(WikiConfig.from_mapping(cfg_wiki), task="hotpotqa", data_dir=data)
+    env = factory()                       # fresh page and lookup cursor, shared backend
+    obs = await env.step_text("search[Colorado orogeny]")     # text runner
+    obs = await env.execute("lookup", {"keyword": "eastern"})  # tool-use runner
+    factory.close()                       # at the end of the run
+
+``WikiConfig`` (the Hydra group ``configs/wiki/``, flat keys):
+- ``backend``: ``local`` (offline SQLite+FTS5, the default), ``live`` (Wikipedia through the
+  ``wikipedia`` package, recording every answer to ``store`` and serving what it already
+  holds; ``refresh: true`` asks the network every time and overwrites), ``replay`` (the
+  store only; no network; a missing answer is an error).
+- ``path``: the local wiki file; ``null`` builds/reuses the task's own (``ensure_task_wiki``).
+- ``store``: the observation store file for live/replay; ``null`` is
+  ``<cache>/live_store.sqlite`` under ``$REACT_BENCH_CACHE/wiki`` or ``~/.cache/react-bench/wiki``.
+- live only: ``api_url`` (``null``: the package's own), ``user_agent``, ``timeout_s``,
+  ``max_attempts``, ``backoff_s``.
+
+Imports of the backends are lazy so that the offline path never imports ``wikipedia``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from react_bench.models.base import ConfigError
+from react_bench.wiki.env import WikiBackend, WikiEnv
+
+Backend = Literal["local", "live", "replay"]
+BACKENDS: tuple[str, ...] = ("local", "live", "replay")
+
+__all__ = ["BACKENDS", "WikiConfig", "WikiEnv", "WikiEnvFactory", "make_env_factory"]
+
+
+@dataclass(frozen=True)
+class WikiConfig:
+    backend: Backend = "local"
+    path: str | None = None
+    store: str | None = None
+    refresh: bool = False
+    api_url: str | None = None
+    user_agent: str | None = None
+    timeout_s: float = 10.0
+    max_attempts: int = 4
+    backoff_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"wiki.backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> WikiConfig:
+        """From a plain mapping (e.g. ``OmegaConf.to_container(cfg.wiki)``); unknown keys are errors."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown wiki settings {unknown}; known: {sorted(known)}")
+        return cls(**dict(values))
+
+
+@dataclass
+class WikiEnvFactory:
+    """Makes a fresh ``WikiEnv`` per call, all sharing ``backend``."""
+
+    backend: WikiBackend
+
+    def __call__(self) -> WikiEnv:
+        return WikiEnv(self.backend)
+
+    def close(self) -> None:
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            close()
+
+
+def make_env_factory(
+    config: WikiConfig | Mapping[str, Any],
+    *,
+    task: str | None = None,
+    data_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None,
+) -> WikiEnvFactory:
+    """The run's backend from ``config`` (a ``WikiConfig`` or its plain mapping).
+
+    ``task`` is needed for ``local`` with ``path: null``; ``data_dir`` then defaults to the
+    project's data folder (``react_bench.tasks.data.resolve_data_dir``).
+    """
+    from react_bench.wiki.build import default_cache_dir
+
+    if not isinstance(config, WikiConfig):
+        config = WikiConfig.from_mapping(config)
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if config.backend == "local":
+        return WikiEnvFactory(_local_backend(config, task, data_dir, cache))
+    from react_bench.wiki.live import LiveSettings, LiveWiki
+    from react_bench.wiki.store import ObservationStore
+
+    store_path = Path(config.store).expanduser() if config.store else cache / "live_store.sqlite"
+    if config.backend == "replay":
+        if not store_path.is_file():
+            raise ConfigError(f"wiki=replay: no observation store at {store_path}; record one with wiki=live")
+        return WikiEnvFactory(LiveWiki("replay", ObservationStore(store_path, read_only=True)))
+    settings = LiveSettings(
+        api_url=config.api_url,
+        timeout_s=config.timeout_s,
+        max_attempts=config.max_attempts,
+        backoff_s=config.backoff_s,
+        **({"user_agent": config.user_agent} if config.user_agent else {}),
+    )
+    mode = "live" if config.refresh else "record"
+    return WikiEnvFactory(LiveWiki(mode, ObservationStore(store_path), settings))
+
+
+def _local_backend(config: WikiConfig, task: str | None, data_dir: str | Path | None, cache: Path) -> WikiBackend:
+    from react_bench.wiki.build import ensure_task_wiki
+    from react_bench.wiki.local import LocalWiki
+
+    if config.path:
+        return LocalWiki(Path(config.path).expanduser())
+    if task is None:
+        raise ConfigError("wiki=local with path: null needs the task, to build the task's own wiki")
+    if data_dir is None:
+        from react_bench.tasks.data import resolve_data_dir
+
+        data_dir = resolve_data_dir(None)
+    return LocalWiki(ensure_task_wiki(task, Path(data_dir), cache))

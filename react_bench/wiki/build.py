@@ -1,0 +1,233 @@
+"""Build a ``local.py`` wiki file from HotpotQA context paragraphs, FEVER wiki-pages, or JSONL.
+
+Decisions:
+- Input is streamed (``iter_json_array`` reads a JSON array object by object; JSONL line by
+  line) and written in batches, so memory does not grow with the corpus. Duplicate titles
+  are resolved by SQLite (``INSERT OR IGNORE`` on a UNIQUE title): the first occurrence in
+  input order wins, with no title set held in Python.
+- The FTS5 index is built in one ``INSERT ... SELECT`` after the pages are loaded and then
+  optimised into one segment: that is several times faster than indexing row by row, and
+  queries on one segment are faster too.
+- Idempotent: the same input gives the same file, byte for byte (no timestamps, fixed
+  order); the file is written under a temporary name and renamed into place, so readers
+  never see half a wiki and concurrent builders of the same input are harmless.
+- HotpotQA: one page per context title, its sentences joined as they are (they carry their
+  own leading spaces). FEVER: page ids become display titles (``Soul_Food_-LRB-film-RRB-``
+  -> ``Soul Food (film)``) and the PTB-tokenised lines are detokenised (``-LRB-`` -> ``(``,
+  ````` `` ```` -> ``"``, no space before punctuation) and joined into one paragraph, so
+  that the paper's sentence split on ``". "`` works as it does on real Wikipedia text.
+- ``ensure_task_wiki`` caches a task's wiki under ``$REACT_BENCH_CACHE/wiki`` (default
+  ``~/.cache/react-bench/wiki``), named by a hash of the source file and the format version:
+  changed data or a new format builds a new file; an unchanged one is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from react_bench.wiki.local import FORMAT_VERSION, normalize_title, title_key
+
+BATCH = 5_000
+_READ_CHUNK = 1 << 20
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE pages(id INTEGER PRIMARY KEY, title TEXT NOT NULL UNIQUE, key TEXT NOT NULL, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE pages_fts USING fts5(
+    title, text, content='pages', content_rowid='id', tokenize='unicode61 remove_diacritics 2'
+);
+"""
+# Run one by one: ``executescript`` would commit the open transaction first.
+_INDEX = (
+    "INSERT INTO pages_fts(rowid, title, text) SELECT id, title, text FROM pages ORDER BY id",
+    "INSERT INTO pages_fts(pages_fts) VALUES ('optimize')",
+    "CREATE INDEX pages_key ON pages(key, id)",
+    "CREATE VIRTUAL TABLE pages_vocab USING fts5vocab(pages_fts, 'row')",
+)
+
+
+@dataclass(frozen=True)
+class BuildStats:
+    path: Path
+    pages: int  # distinct titles written
+    duplicates: int  # input pages dropped because their title was already there
+    seconds: float
+
+    @property
+    def docs_per_second(self) -> float:
+        return (self.pages + self.duplicates) / self.seconds if self.seconds > 0 else float("inf")
+
+
+def iter_json_array(path: Path) -> Iterator[Any]:
+    """Yield the elements of a top-level JSON array one at a time, reading in chunks."""
+    decoder = json.JSONDecoder()
+    with open(path, encoding="utf-8") as f:
+        buffer = f.read(_READ_CHUNK).lstrip()
+        if not buffer.startswith("["):
+            raise ValueError(f"{path}: expected a JSON array")
+        buffer, pos, eof = buffer[1:], 0, False
+        while True:
+            while pos < len(buffer) and buffer[pos] in " \t\r\n,":
+                pos += 1
+            if pos < len(buffer) and buffer[pos] == "]":
+                return
+            try:
+                item, end = decoder.raw_decode(buffer, pos)
+            except json.JSONDecodeError:
+                if eof:
+                    raise
+                more = f.read(_READ_CHUNK)
+                eof = not more
+                buffer, pos = buffer[pos:] + more, 0
+                continue
+            yield item
+            pos = end
+
+
+def pages_from_distractor(path: Path) -> Iterator[tuple[str, str]]:
+    """HotpotQA official format: every ``[title, [sentences]]`` of every question's context."""
+    for question in iter_json_array(path):
+        for title, sentences in question["context"]:
+            yield normalize_title(title), "".join(sentences).strip()
+
+
+_PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-COLON-": ":"}
+_PTB_RE = re.compile("|".join(re.escape(t) for t in _PTB))
+_SPACE_BEFORE = re.compile(r" (?=[.,;:!?%)\]}]|'s\b|'re\b|'ve\b|'ll\b|'d\b|'m\b|n't\b|'(?: |$))")
+_SPACE_AFTER = re.compile(r"(?<=[(\[{$]) ")
+
+
+def detokenize_fever(sentence: str) -> str:
+    """Undo FEVER's PTB tokenisation well enough for sentence splitting and reading."""
+    text = _PTB_RE.sub(lambda m: _PTB[m.group(0)], sentence)
+    text = text.replace("`` ", '"').replace(" ''", '"').replace("``", '"').replace("''", '"')
+    text = _SPACE_BEFORE.sub("", text)
+    return _SPACE_AFTER.sub("", text).strip()
+
+
+def fever_lines(lines: str) -> list[str]:
+    """The sentences of a FEVER ``lines`` field (``id\\tsentence\\tlinks...`` per line), in order."""
+    numbered: list[tuple[int, str]] = []
+    for line in lines.split("\n"):
+        parts = line.split("\t")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].strip():
+            numbered.append((int(parts[0]), parts[1]))
+    return [sentence for _, sentence in sorted(numbered)]
+
+
+def pages_from_fever(path: Path) -> Iterator[tuple[str, str]]:
+    """FEVER wiki-pages JSONL ``{id, text, lines}``: one page per id."""
+    for record in _iter_jsonl(path):
+        sentences = fever_lines(record.get("lines") or "") or [record.get("text") or ""]
+        text = " ".join(s for s in (detokenize_fever(x) for x in sentences) if s)
+        yield normalize_title(record["id"]), text
+
+
+def pages_from_jsonl(path: Path) -> Iterator[tuple[str, str]]:
+    """Generic JSONL ``{title, text}``; ``text`` may hold several paragraphs separated by newlines."""
+    for record in _iter_jsonl(path):
+        yield normalize_title(record["title"]), record["text"]
+
+
+def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+def build_wiki(pages: Iterable[tuple[str, str]], out: Path, *, source: str = "", progress: bool = False) -> BuildStats:
+    """Write pages (display title, text) into a new wiki file at ``out`` (replaced atomically)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    start = time.perf_counter()
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            seen = _load(conn, pages, source, progress)
+        finally:
+            conn.close()
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    written = seen[1]
+    return BuildStats(out, written, seen[0] - written, time.perf_counter() - start)
+
+
+def _load(conn: sqlite3.Connection, pages: Iterable[tuple[str, str]], source: str, progress: bool) -> tuple[int, int]:
+    """Fill an empty database; return (pages read, pages written)."""
+    for pragma in ("journal_mode=OFF", "synchronous=OFF", "locking_mode=EXCLUSIVE", "cache_size=-262144"):
+        conn.execute(f"PRAGMA {pragma}")
+    conn.executescript(_SCHEMA)
+    conn.execute("BEGIN")
+    read = 0
+    bar = tqdm(total=None, unit=" pages", desc="wiki build", disable=not progress, mininterval=0.5)
+    rows = ((title, title_key(title), text) for title, text in pages if title)
+    while batch := list(islice(rows, BATCH)):
+        conn.executemany("INSERT OR IGNORE INTO pages(title, key, text) VALUES (?, ?, ?)", batch)
+        read += len(batch)
+        bar.update(len(batch))
+    bar.close()
+    for statement in _INDEX:
+        conn.execute(statement)
+    written = conn.execute("SELECT count(*) FROM pages").fetchone()[0]
+    meta = {"format": FORMAT_VERSION, "source": source, "pages": str(written), "duplicates": str(read - written)}
+    conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", sorted(meta.items()))
+    conn.execute("COMMIT")
+    return read, written
+
+
+def build_from_distractor(src: Path, out: Path, *, progress: bool = False) -> BuildStats:
+    """HotpotQA distractor-format JSON (dev or train) -> wiki of its context paragraphs."""
+    return build_wiki(pages_from_distractor(Path(src)), out, source=Path(src).name, progress=progress)
+
+
+def build_from_fever(src: Path, out: Path, *, progress: bool = False) -> BuildStats:
+    return build_wiki(pages_from_fever(Path(src)), out, source=Path(src).name, progress=progress)
+
+
+def build_from_jsonl(src: Path, out: Path, *, progress: bool = False) -> BuildStats:
+    return build_wiki(pages_from_jsonl(Path(src)), out, source=Path(src).name, progress=progress)
+
+
+TASK_SOURCES: dict[str, tuple[str, Callable[..., BuildStats]]] = {
+    "hotpotqa": ("hotpotqa/hotpot_dev_distractor_685.json", build_from_distractor),
+    "fever": ("fever/wiki_pages_evidence_subset.jsonl", build_from_fever),
+}
+
+
+def default_cache_dir() -> Path:
+    root = os.environ.get("REACT_BENCH_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "react-bench") / "wiki"
+
+
+def ensure_task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
+    """The task's local wiki, built from ``data_dir`` on first use and cached; returns its path."""
+    if task not in TASK_SOURCES:
+        raise ValueError(f"no local wiki source for task {task!r}; known: {sorted(TASK_SOURCES)}")
+    relative, builder = TASK_SOURCES[task]
+    src = Path(data_dir) / relative
+    if not src.is_file():
+        raise FileNotFoundError(f"{src} is missing: the {task} wiki is built from it (see the data README)")
+    digest = hashlib.sha256(FORMAT_VERSION.encode())
+    with open(src, "rb") as f:
+        for chunk in iter(lambda: f.read(_READ_CHUNK), b""):
+            digest.update(chunk)
+    out = Path(cache_dir or default_cache_dir()) / f"{task}-{digest.hexdigest()[:16]}.sqlite"
+    if not out.is_file():
+        builder(src, out, progress=False)
+    return out

@@ -1,0 +1,110 @@
+"""Wiki builders: streaming, duplicates, idempotence, the task cache; the 685 questions' gold titles."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from react_bench.wiki import build
+from react_bench.wiki.build import (
+    build_from_distractor,
+    build_from_jsonl,
+    ensure_task_wiki,
+    iter_json_array,
+    pages_from_distractor,
+)
+from react_bench.wiki.env import WikiEnv, page_observation
+from react_bench.wiki.local import LocalWiki
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_iter_json_array_streams_in_small_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    items = [{"a": i, "s": 'x, ] [ " }' * i} for i in range(50)] + [[1, 2], "str", 3]
+    src = tmp_path / "a.json"
+    src.write_text(" \n" + json.dumps(items, indent=1))
+    monkeypatch.setattr(build, "_READ_CHUNK", 7)
+    assert list(iter_json_array(src)) == items
+    (tmp_path / "empty.json").write_text("[ ]")
+    assert list(iter_json_array(tmp_path / "empty.json")) == []
+    (tmp_path / "bad.json").write_text('[{"a": 1}, {"b": ')
+    with pytest.raises(json.JSONDecodeError):
+        list(iter_json_array(tmp_path / "bad.json"))
+
+
+def test_first_title_wins_and_duplicates_are_counted(tmp_path: Path) -> None:
+    src = tmp_path / "p.jsonl"
+    rows = [("A", "first."), ("B", "b."), ("A", "second."), ("A_", "third."), ("", "no title.")]
+    src.write_text("".join(json.dumps({"title": t, "text": x}) + "\n" for t, x in rows))
+    stats = build_from_jsonl(src, tmp_path / "w.sqlite")
+    assert (stats.pages, stats.duplicates) == (2, 2)
+    assert LocalWiki(stats.path).lookup_title("A").text == "first."
+
+
+def test_same_input_same_file_byte_for_byte(shared_data: Path, tmp_path: Path) -> None:
+    src = shared_data / "hotpotqa" / "hotpot_train_distractor_200.json"
+    first = build_from_distractor(src, tmp_path / "one.sqlite")
+    second = build_from_distractor(src, tmp_path / "two.sqlite")
+    assert first.pages > 1000 and first.pages == second.pages
+    assert _sha(first.path) == _sha(second.path)
+    build_from_distractor(src, first.path)  # rebuilt in place: still the same
+    assert _sha(first.path) == _sha(second.path)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_ensure_task_wiki_builds_once_and_caches(shared_data: Path, tmp_path: Path) -> None:
+    path = ensure_task_wiki("fever", shared_data, tmp_path)
+    stamp = path.stat().st_mtime_ns
+    assert ensure_task_wiki("fever", shared_data, tmp_path) == path
+    assert path.stat().st_mtime_ns == stamp and path.parent == tmp_path
+    assert len(LocalWiki(path)) == 1496
+
+
+def test_ensure_task_wiki_default_cache_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    (data / "fever").mkdir(parents=True)
+    (data / "fever" / "wiki_pages_evidence_subset.jsonl").write_text(
+        json.dumps({"id": "X_-LRB-y-RRB-", "text": "X is y .", "lines": "0\tX is y ."}) + "\n"
+    )
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
+    path = ensure_task_wiki("fever", data)
+    assert path.parent == tmp_path / "cache" / "wiki"
+    assert LocalWiki(path).lookup_title("X (y)").text == "X is y."
+    with pytest.raises(FileNotFoundError, match="hotpot_dev_distractor_685"):
+        ensure_task_wiki("hotpotqa", data)
+    with pytest.raises(ValueError, match="no local wiki source"):
+        ensure_task_wiki("alfworld", data)
+
+
+@pytest.fixture(scope="module")
+def hotpot_wiki(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LocalWiki:
+    return LocalWiki(ensure_task_wiki("hotpotqa", shared_data, tmp_path_factory.mktemp("cache")))
+
+
+async def test_every_gold_supporting_title_of_the_685_questions_is_found(
+    shared_data: Path, hotpot_wiki: LocalWiki
+) -> None:
+    src = shared_data / "hotpotqa" / "hotpot_dev_distractor_685.json"
+    questions = json.loads(src.read_text())
+    assert len(questions) == 685
+    variants: dict[str, set[str]] = defaultdict(set)  # a few titles come with two texts
+    for title, text in pages_from_distractor(src):
+        variants[title].add(text)
+    checked = 0
+    for question in questions:
+        paragraphs = {title: "".join(sents).strip() for title, sents in question["context"]}
+        for title in question["supporting_titles"]:
+            obs = await WikiEnv(hotpot_wiki).step_text(f"search[{title}]")
+            assert not obs.text.startswith("Could not find"), title
+            expected = {page_observation(paragraphs[title])} | {page_observation(v) for v in variants[title]}
+            assert obs.text in expected, title
+            if len(variants[title]) == 1:
+                assert obs.text == page_observation(paragraphs[title])
+            checked += 1
+    assert checked >= 2 * 685
