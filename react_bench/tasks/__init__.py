@@ -1,0 +1,55 @@
+"""Benchmark tasks: HotpotQA and FEVER, their data, the paper's sample, scoring.
+
+``load_task(name)`` gives a ``Task``; ``task.examples(TaskConfig(...))`` the ordered examples
+(``task.coverage`` then says how many of those requested were found); ``task.score(pred,
+gold)`` a dict of floats whose ``task.primary_metric`` key means "correct".
+"""
+
+from __future__ import annotations
+
+from react_bench.metrics import protocol_fingerprint
+from react_bench.models.base import ConfigError
+from react_bench.tasks.base import (
+    PAPER500,
+    Coverage,
+    DataError,
+    DataFormatError,
+    Example,
+    MissingExamplesError,
+    Task,
+    TaskConfig,
+    paper_indices,
+)
+from react_bench.tasks.data import DataUnavailableError, resolve_data_dir
+from react_bench.tasks.fever import FEVER_EXEMPLAR_IDS_FILE, FeverTask
+from react_bench.tasks.hotpotqa import HotpotQATask
+
+TASKS: dict[str, type[HotpotQATask | FeverTask]] = {"hotpotqa": HotpotQATask, "fever": FeverTask}
+
+
+def load_task(name: str) -> Task:
+    try:
+        return TASKS[name]()
+    except KeyError:
+        raise ConfigError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}") from None
+
+
+__all__ = [
+    "FEVER_EXEMPLAR_IDS_FILE",
+    "PAPER500",
+    "TASKS",
+    "Coverage",
+    "DataError",
+    "DataFormatError",
+    "DataUnavailableError",
+    "Example",
+    "FeverTask",
+    "HotpotQATask",
+    "MissingExamplesError",
+    "Task",
+    "TaskConfig",
+    "load_task",
+    "paper_indices",
+    "protocol_fingerprint",
+    "resolve_data_dir",
+]

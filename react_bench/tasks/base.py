@@ -1,0 +1,231 @@
+"""What every task shares: examples, the typed config, the paper's sample, selection.
+
+Decisions a next engineer needs:
+
+- The paper's sample (DESIGN 5): ``idxs = list(range(7405)); random.Random(233).shuffle(idxs)``,
+  first 500, as row indices into the dev set in its original order. FEVER reuses the same 500
+  indices into ``paper_dev.jsonl`` (the original code reused ``range(7405)``).
+- A split names WHICH examples (``offline``: the whole offline file; ``all``: the whole dev
+  set; ``paper500``: the 500 indices above); ``data_file`` may name another file to draw them
+  from. Requested examples are located by dev-set row (``metadata["dev_index"]``) for
+  ``paper500`` and by example id for explicit ``ids`` (where ``dev-<row>`` also names the
+  example at that dev-set row, so the paper's questions can be asked for by row in any file).
+- Order of operations: requested list (split order, or the ``ids`` in the order given) ->
+  excluded ids dropped (FEVER few-shot exemplars) -> ``offset`` / ``n`` slice -> missing
+  check. Slicing before the missing check keeps ``paper500 n=50`` meaning the paper's first 50
+  questions whatever file they are drawn from. Missing examples stop the run
+  (``MissingExamplesError``) unless ``on_missing="skip"``; either way the ``Coverage`` says
+  how many of the requested were found.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Protocol, assert_never, runtime_checkable
+
+from react_bench.models.base import ConfigError
+
+log = logging.getLogger(__name__)
+
+Split = Literal["offline", "paper500", "all"]
+Source = Literal["local", "hub", "auto"]
+OnMissing = Literal["error", "skip"]
+SPLITS: tuple[str, ...] = ("offline", "paper500", "all")
+SOURCES: tuple[str, ...] = ("local", "hub", "auto")
+
+PAPER_SEED = 233
+PAPER_POOL = 7405  # HotpotQA dev size; FEVER reused the same range
+PAPER_N = 500
+
+
+def paper_indices(n: int = PAPER_N) -> tuple[int, ...]:
+    """The paper's sample: dev-set row indices in the order the original code ran them."""
+    idxs = list(range(PAPER_POOL))
+    random.Random(PAPER_SEED).shuffle(idxs)
+    return tuple(idxs[:n])
+
+
+PAPER500: tuple[int, ...] = paper_indices()
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    question: str  # HotpotQA question / FEVER claim
+    gold: str  # HotpotQA answer / FEVER label
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+class DataError(RuntimeError):
+    """Task data that cannot be used: missing, unreachable or malformed."""
+
+
+class DataFormatError(DataError):
+    """A malformed record; the message names the file and the line."""
+
+    def __init__(self, path: str, line: int | None, reason: str):
+        where = f"{path}:{line}" if line is not None else path
+        super().__init__(f"{where}: {reason}")
+        self.path, self.line, self.reason = path, line, reason
+
+
+class MissingExamplesError(DataError):
+    """Requested examples that the chosen file does not hold (``on_missing="error"``)."""
+
+    def __init__(self, coverage: Coverage):
+        shown = ", ".join(coverage.missing[:5]) + (", ..." if len(coverage.missing) > 5 else "")
+        super().__init__(
+            f"{coverage.summary()}. Missing: {shown}. Choose a file that holds them, or set "
+            f"on_missing=skip (task.on_missing=skip) to run the {coverage.found} that are there."
+        )
+        self.coverage = coverage
+
+
+def _tuple_of_str(value: Any, key: str) -> tuple[str, ...] | None:
+    match value:
+        case None:
+            return None
+        case str():
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        case int():
+            return (str(value),)
+        case list() | tuple():
+            return tuple(str(item) for item in value)
+        case _:
+            raise ConfigError(f"task.{key}: expected a list of ids, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    split: Split = "offline"
+    n: int | None = None
+    offset: int = 0
+    ids: tuple[str, ...] | None = None
+    on_missing: OnMissing = "error"
+    data_dir: str | None = None
+    data_file: str | None = None  # another file to draw the split from (relative to data_dir)
+    source: Source = "auto"
+    exclude_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ConfigError(f"task.split={self.split!r}: choose one of {', '.join(SPLITS)}")
+        if self.source not in SOURCES:
+            raise ConfigError(f"task.source={self.source!r}: choose one of {', '.join(SOURCES)}")
+        if self.on_missing not in ("error", "skip"):
+            raise ConfigError(f"task.on_missing={self.on_missing!r}: choose error or skip")
+        if self.n is not None and self.n < 0:
+            raise ConfigError(f"task.n={self.n}: must be >= 0 (or null for all)")
+        if self.offset < 0:
+            raise ConfigError(f"task.offset={self.offset}: must be >= 0")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> TaskConfig:
+        """From a plain mapping (the Hydra group's keys); ``name`` is the task's, not ours."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known - {"name"}
+        if unknown:
+            raise ConfigError(f"unknown task settings: {', '.join(sorted(unknown))}")
+        kwargs = {k: v for k, v in values.items() if k in known}
+        for key in ("ids", "exclude_ids"):
+            if key in kwargs:
+                kwargs[key] = _tuple_of_str(kwargs[key], key)
+        if kwargs.get("exclude_ids") is None:
+            kwargs.pop("exclude_ids", None)
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many requested examples the chosen file held."""
+
+    split: str
+    source: str  # the file (or hub dataset) drawn from
+    requested: int
+    found: int
+    missing: tuple[str, ...] = ()  # dev indices ("dev-3687") or ids, in requested order
+    excluded: int = 0  # left out as few-shot exemplars
+
+    def summary(self) -> str:
+        text = f"{self.found} of {self.requested} requested {self.split} examples found in {self.source}"
+        return text + (f" ({self.excluded} exemplar ids left out)" if self.excluded else "")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The examples of one file (or hub split), with the two lookups selection needs."""
+
+    source: str
+    examples: tuple[Example, ...]
+    by_id: Mapping[str, Example]
+    by_dev_index: Mapping[int, Example]
+
+    def lookup(self, id_: str) -> Example | None:
+        """By id; ``dev-<row>`` also finds the example at that dev-set row, whatever its id."""
+        if id_ in self.by_id:
+            return self.by_id[id_]
+        prefix, _, row = id_.partition("-")
+        return self.by_dev_index.get(int(row)) if prefix == "dev" and row.isdigit() else None
+
+    @classmethod
+    def of(cls, source: str, examples: list[Example]) -> Pool:
+        by_id: dict[str, Example] = {}
+        by_dev: dict[int, Example] = {}
+        for example in examples:
+            if example.id in by_id:
+                raise DataError(f"{source}: duplicate example id {example.id!r}")
+            by_id[example.id] = example
+            dev_index = example.metadata.get("dev_index")
+            if dev_index is not None:
+                by_dev[dev_index] = example
+        return cls(source, tuple(examples), by_id, by_dev)
+
+
+def select(pool: Pool, config: TaskConfig, exclude: frozenset[str] = frozenset()) -> tuple[list[Example], Coverage]:
+    """Apply the split, exclusions, offset / n and the missing-examples rule (module docstring)."""
+    exclude = exclude | frozenset(config.exclude_ids)
+    wanted: list[tuple[str, Example | None]]
+    if config.ids is not None:
+        asked = [i for i in config.ids if i in exclude]
+        if asked:
+            raise ConfigError(f"task.ids asks for few-shot exemplar ids {asked}: they are left out of every split")
+        wanted = [(i, pool.lookup(i)) for i in config.ids]
+        label = "ids"
+    else:
+        match config.split:
+            case "paper500":
+                wanted = [(f"dev-{i}", pool.by_dev_index.get(i)) for i in PAPER500]
+            case "offline" | "all":
+                wanted = [(e.id, e) for e in pool.examples]
+            case _ as unreachable:
+                assert_never(unreachable)
+        label = config.split
+    kept = [(key, ex) for key, ex in wanted if ex is None or ex.id not in exclude]
+    excluded = len(wanted) - len(kept)
+    end = None if config.n is None else config.offset + config.n
+    kept = kept[config.offset : end]
+    examples = [ex for _, ex in kept if ex is not None]
+    missing = tuple(key for key, ex in kept if ex is None)
+    coverage = Coverage(label, pool.source, len(kept), len(examples), missing, excluded)
+    if missing and config.on_missing == "error":
+        raise MissingExamplesError(coverage)
+    if missing:
+        log.warning("%s; %d skipped (on_missing=skip)", coverage.summary(), len(missing))
+    return examples, coverage
+
+
+@runtime_checkable
+class Task(Protocol):
+    """What the evaluator needs from a task."""
+
+    name: str
+    primary_metric: str  # the score key that means "correct": "em" / "accuracy"
+    input_label: str  # how the prompt introduces an example: "Question" / "Claim"
+    coverage: Coverage | None  # of the last examples() call
+
+    def examples(self, config: TaskConfig) -> list[Example]: ...
+
+    def score(self, prediction: str, gold: str) -> dict[str, float]: ...

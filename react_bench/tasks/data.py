@@ -1,0 +1,308 @@
+"""Where task data comes from: the data folder, local files through ``datasets``, the hub.
+
+Decisions a next engineer needs:
+
+- Data folder: ``task.data_dir`` if set, else ``$REACT_BENCH_DATA_DIR``, else the first of
+  ``./data`` and ``../shared/data`` that exists, tried relative to the working directory and
+  then to the repository root. An explicitly set folder (setting or variable) that does not
+  exist is an error, not a silent fall-through to other data.
+- Local files are read with ``datasets.load_dataset("json", data_files=...)`` (JSON arrays and
+  JSON lines alike). datasets 5 copes with the official HotpotQA layout: the mixed-type
+  ``context`` / ``supporting_facts`` lists (and the nulls in the 685 file) become its ``Json``
+  feature, so no hand-written schema is needed (older releases fail on them, and the ``json``
+  fallback below serves instead). Only the columns a task needs are read back.
+- datasets' own errors on a malformed file name neither file nor line ("JSON parse error ...
+  in row 1"), and a record with a field missing just becomes null. So every record is checked
+  (``check`` callback), and when datasets fails or a record is bad the file is re-read with
+  the standard ``json`` module to report ``file:line: reason`` (JSON arrays too: elements are
+  decoded one by one to know their line). datasets also gives up on some VALID files (a blank
+  line in a JSON-lines file whose nested lists mix numbers and strings: its fallback parser
+  chokes on the blank line); when the ``json`` pass finds every record good, its records are
+  used instead (same values, no arrow table, which nothing downstream needs).
+- Parsed files are cached per process, keyed by path, size and modification time: loading
+  the 7,405-question file again costs nothing.
+- The hub is used only on request (``source=hub``) or when no local file is there
+  (``source=auto``). It is never waited on: ``HF_HUB_OFFLINE=1`` or a failed 3-second TCP
+  connect to the hub endpoint ends it at once with a ``DataUnavailableError`` that says what
+  to set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from react_bench.models.base import ConfigError
+from react_bench.tasks.base import DataError, DataFormatError, Pool, TaskConfig
+
+ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+_DEFAULT_DIRS = (Path("data"), Path("..") / "shared" / "data")
+HUB_CONNECT_TIMEOUT_S = 3.0
+
+Record = dict[str, Any]
+# Returns None for a good record, else the reason it is bad.
+RecordCheck = Callable[[Record], str | None]
+
+
+class DataUnavailableError(DataError):
+    """No source of the data could be reached; the message says what to set."""
+
+
+def candidate_dirs() -> list[Path]:
+    """The default folders, in the order they are tried."""
+    bases = [Path.cwd(), REPO_ROOT]
+    return [base / rel for base in bases for rel in _DEFAULT_DIRS]
+
+
+def resolve_data_dir(setting: str | None = None) -> Path:
+    """The data folder (module docstring); ``DataUnavailableError`` when there is none."""
+    for explicit, what in ((setting, "task.data_dir"), (os.environ.get(ENV_DATA_DIR), ENV_DATA_DIR)):
+        if explicit:
+            path = Path(explicit).expanduser()
+            if not path.is_dir():
+                raise DataUnavailableError(f"{what}={explicit} is not a folder")
+            return path.resolve()
+    for path in candidate_dirs():
+        if path.is_dir():
+            return path.resolve()
+    tried = ", ".join(str(p) for p in candidate_dirs())
+    raise DataUnavailableError(
+        f"no data folder: set task.data_dir or {ENV_DATA_DIR} to the folder holding hotpotqa/ "
+        f"and fever/ (e.g. ../shared/data). Tried: {tried}"
+    )
+
+
+# --- local files -----------------------------------------------------------------------------
+
+
+def _json_array_records(text: str) -> Iterator[tuple[int, Any]]:
+    """(line, element) for each element of a top-level JSON array, decoded one by one."""
+    decoder = json.JSONDecoder()
+    pos = _skip_ws(text, 0)
+    if pos >= len(text) or text[pos] != "[":
+        raise json.JSONDecodeError("expected a JSON array or JSON lines", text, pos)
+    pos = _skip_ws(text, pos + 1)
+    if pos < len(text) and text[pos] == "]":
+        return
+    while True:
+        line = text.count("\n", 0, pos) + 1
+        value, pos = decoder.raw_decode(text, pos)
+        yield line, value
+        pos = _skip_ws(text, pos)
+        if pos < len(text) and text[pos] == "]":
+            return
+        if pos >= len(text) or text[pos] != ",":
+            raise json.JSONDecodeError("expected ',' or ']' between array elements", text, pos)
+        pos = _skip_ws(text, pos + 1)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+def _numbered(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line, record) for every record of a JSON array or JSON-lines file, in order.
+
+    Decoding errors surface as ``DataFormatError`` naming the file and line.
+    """
+    text = path.read_text(encoding="utf-8")
+    try:
+        if text.lstrip().startswith("["):
+            yield from _json_array_records(text)
+        else:
+            yield from _json_lines(text)
+    except _LineDecodeError as err:
+        raise DataFormatError(str(path), err.line, f"invalid JSON at column {err.colno}: {err.msg}") from None
+    except json.JSONDecodeError as err:
+        raise DataFormatError(str(path), err.lineno, f"invalid JSON at column {err.colno}: {err.msg}") from None
+
+
+class _LineDecodeError(ValueError):
+    def __init__(self, line: int, err: json.JSONDecodeError):
+        super().__init__(err.msg)
+        self.line, self.colno, self.msg = line, err.colno, err.msg
+
+
+def _json_lines(text: str) -> Iterator[tuple[int, Any]]:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if raw.strip():
+            try:
+                yield number, json.loads(raw)
+            except json.JSONDecodeError as err:
+                raise _LineDecodeError(number, err) from None
+
+
+def _read_with_json(path: Path, columns: tuple[str, ...], check: RecordCheck) -> list[Record]:
+    """The records read with the ``json`` module; ``DataFormatError`` at the first bad one."""
+    records = []
+    for line, record in _numbered(path):
+        if reason := _reason(record, check):
+            raise DataFormatError(str(path), line, reason)
+        records.append({c: record.get(c) for c in columns})
+    return records
+
+
+def _reason(record: Any, check: RecordCheck) -> str | None:
+    if not isinstance(record, dict):
+        return f"expected a JSON object, got {type(record).__name__}"
+    return check(record)
+
+
+@dataclass(frozen=True)
+class _FileKey:
+    path: str
+    size: int
+    mtime_ns: int
+    columns: tuple[str, ...]
+
+
+_CACHE: dict[tuple[_FileKey, str], list[Record]] = {}
+
+
+def read_records(path: Path, columns: tuple[str, ...], check: RecordCheck, kind: str) -> list[Record]:
+    """The records of a local JSON / JSON-lines file through ``datasets``, checked.
+
+    ``columns`` are the fields read back (absent ones come back as None); ``kind`` names the
+    format for the cache key and messages. Raises ``DataFormatError`` naming file and line.
+    """
+    if not path.is_file():
+        raise DataUnavailableError(f"{path}: no such file")
+    stat = path.stat()
+    key = (_FileKey(str(path.resolve()), stat.st_size, stat.st_mtime_ns, columns), kind)
+    if key not in _CACHE:
+        _CACHE[key] = _load_checked(path, columns, check)
+    return _CACHE[key]
+
+
+def _load_checked(path: Path, columns: tuple[str, ...], check: RecordCheck) -> list[Record]:
+    import datasets  # a second of import time, paid only when data is read
+
+    try:
+        dataset = datasets.load_dataset("json", data_files=str(path), split="train")
+    except Exception:  # noqa: BLE001 - datasets wraps parse failures in many types
+        # Either the file is malformed (the json pass names file and line) or it is valid and
+        # datasets' reader gave up on it: its fallback parser fails on a blank line in a JSON
+        # lines file whose nested lists mix numbers and strings. Then the json pass's records
+        # are used, which hold the same values.
+        return _read_with_json(path, columns, check)
+    present = [c for c in columns if c in dataset.column_names]
+    records = [{c: row.get(c) for c in columns} for row in dataset.select_columns(present).to_list()]
+    for number, record in enumerate(records, start=1):
+        if reason := check(record):
+            _read_with_json(path, columns, check)  # raises with the line
+            raise DataFormatError(str(path), None, f"record {number}: {reason}")
+    return records
+
+
+# --- the hub ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HubSpec:
+    path: str
+    name: str | None
+    split: str
+
+    def __str__(self) -> str:
+        return f"hub:{self.path}" + (f"/{self.name}" if self.name else "") + f"[{self.split}]"
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _hub_endpoint() -> tuple[str, int]:
+    url = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
+    return url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+
+
+def check_hub() -> None:
+    """Fail fast (``DataUnavailableError``) when the hub cannot be reached."""
+    if _hub_offline():
+        raise DataUnavailableError("the Hugging Face hub is switched off here (HF_HUB_OFFLINE=1)")
+    host, port = _hub_endpoint()
+    try:
+        socket.create_connection((host, port), timeout=HUB_CONNECT_TIMEOUT_S).close()
+    except OSError as err:
+        raise DataUnavailableError(f"the Hugging Face hub ({host}:{port}) is unreachable: {err}") from err
+
+
+def load_hub(spec: HubSpec) -> Any:
+    """A hub split as a ``datasets.Dataset``; tests replace this function with a local stand-in."""
+    check_hub()
+    import datasets
+
+    try:
+        return datasets.load_dataset(spec.path, spec.name, split=spec.split)
+    except Exception as err:  # network, auth, or a dataset the installed datasets cannot build
+        raise DataUnavailableError(f"{spec}: {type(err).__name__}: {err}") from err
+
+
+def peek_record(path: Path) -> Record:
+    """The first record of a JSON array or JSON-lines file, to tell its format apart."""
+    if not path.is_file():
+        raise DataUnavailableError(f"{path}: no such file")
+    line, record = next(_numbered(path), (1, None))
+    if not isinstance(record, dict):
+        raise DataFormatError(str(path), line, "expected JSON objects (an array of them, or one per line)")
+    return record
+
+
+# --- choosing the source ---------------------------------------------------------------------
+
+
+def resolve_pool(
+    config: TaskConfig,
+    *,
+    task: str,
+    files: dict[str, str],
+    local_pool: Callable[[Path], Pool],
+    hub_pool: Callable[[], Pool],
+) -> Pool:
+    """The examples to select from: ``data_file``, else the split's local file or the hub.
+
+    ``files`` maps each split to its file under the data folder. The ``offline`` split is
+    local only: its file is what the offline wiki is built from.
+    """
+    if config.data_file:
+        if config.source == "hub":
+            raise ConfigError("task.data_file names a local file; it cannot be combined with task.source=hub")
+        path = Path(config.data_file).expanduser()
+        return local_pool(path if path.is_absolute() else resolve_data_dir(config.data_dir) / path)
+    rel = files[config.split]
+    if config.source == "hub":
+        if config.split == "offline":
+            raise ConfigError(
+                f"{task}: the offline split is the local file {rel}; use split=paper500 or all with the hub"
+            )
+        return hub_pool()
+    try:
+        path = resolve_data_dir(config.data_dir) / rel
+        if not path.is_file():
+            raise DataUnavailableError(f"{path}: no such file")
+        return local_pool(path)
+    except DataUnavailableError as local_err:
+        if config.source == "local" or config.split == "offline":
+            raise DataUnavailableError(f"{task} {config.split}: {local_err}. {_WHAT_TO_SET.format(rel=rel)}") from None
+        try:
+            return hub_pool()
+        except DataUnavailableError as hub_err:
+            raise DataUnavailableError(
+                f"{task} {config.split}: no local data ({local_err}) and no hub ({hub_err}). "
+                + _WHAT_TO_SET.format(rel=rel)
+            ) from None
+
+
+_WHAT_TO_SET = (
+    f"Set task.data_dir or {ENV_DATA_DIR} to a folder holding {{rel}} (the project's offline data is "
+    "../shared/data), or task.data_file to the file itself"
+)

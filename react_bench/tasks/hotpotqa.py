@@ -1,0 +1,178 @@
+"""HotpotQA: the dev questions, in the paper's sample or the offline subset; EM and F1.
+
+Decisions a next engineer needs:
+
+- Files (under the data folder): ``offline`` (the default) is
+  ``hotpotqa/hotpot_dev_distractor_685.json``, whose paragraphs make the offline wiki;
+  ``paper500`` and ``all`` draw from ``hotpotqa/hotpot_dev_v1_simplified.json`` (all 7,405 dev
+  questions in original order). From the hub, ``hotpotqa/hotpot_qa`` ``distractor``
+  ``validation`` gives the same questions in the same order.
+- Two local formats, told apart by the first record: official distractor
+  (``_id``, ``context``, ...; ``dev_index`` where the file is a subset) and simplified
+  (``question``, ``answer``, ``type`` only). A distractor file without ``dev_index`` is taken as
+  the whole dev set in order only when it has 7,405 records; otherwise its rows cannot be
+  matched to the paper's indices and ``paper500`` reports them missing.
+- Example ids are HotpotQA ``_id``s. The simplified file has none, so its rows borrow the
+  ``_id`` of a distractor file in the same folder whose ``dev_index`` points at them (and whose
+  question is the same), else get ``dev-{index}``. Thus the 39 paper500 questions that the 685
+  file covers carry the same id in both splits and can be compared pairwise; every example
+  also keeps ``metadata["dev_index"]`` to join on.
+- Metadata kept for breakdowns: ``type`` (bridge / comparison), ``level`` (None in the
+  simplified file), ``dev_index``, ``supporting_titles``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from react_bench.metrics import exact_match, f1_score
+from react_bench.tasks import data
+from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, select
+from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_pool
+
+DEV_SIZE = 7405
+FILES = {
+    "offline": "hotpotqa/hotpot_dev_distractor_685.json",
+    "paper500": "hotpotqa/hotpot_dev_v1_simplified.json",
+    "all": "hotpotqa/hotpot_dev_v1_simplified.json",
+}
+HUB = HubSpec("hotpotqa/hotpot_qa", "distractor", "validation")
+_DISTRACTOR_COLUMNS = (
+    "_id",
+    "dev_index",
+    "question",
+    "answer",
+    "type",
+    "level",
+    "supporting_titles",
+    "supporting_facts",
+)
+_SIMPLIFIED_COLUMNS = ("question", "answer", "type")
+
+
+def _require_text(record: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = record.get(key)
+        if value is None:
+            return f"missing field {key!r}"
+        if not isinstance(value, str):
+            return f"field {key!r} must be a string, got {type(value).__name__}"
+    return None
+
+
+def check_simplified(record: dict[str, Any]) -> str | None:
+    return _require_text(record, ("question", "answer"))
+
+
+def check_distractor(record: dict[str, Any]) -> str | None:
+    if reason := _require_text(record, ("_id", "question", "answer")):
+        return reason
+    dev_index = record.get("dev_index")
+    if dev_index is not None and (not isinstance(dev_index, int) or isinstance(dev_index, bool) or dev_index < 0):
+        return f"field 'dev_index' must be a row number, got {dev_index!r}"
+    return None
+
+
+def _titles(record: dict[str, Any]) -> list[str]:
+    """Supporting titles: the explicit list where given, else those of supporting_facts."""
+    if record.get("supporting_titles"):
+        return list(record["supporting_titles"])
+    facts = record.get("supporting_facts") or []
+    return list(dict.fromkeys(str(fact[0]) for fact in facts if fact))
+
+
+def _example(id_: str, record: dict[str, Any], dev_index: int | None, titles: list[str]) -> Example:
+    metadata = {
+        "type": record.get("type"),
+        "level": record.get("level"),
+        "dev_index": dev_index,
+        "supporting_titles": titles,
+    }
+    return Example(id_, record["question"], record["answer"], metadata)
+
+
+def _distractor_examples(path: Path) -> list[Example]:
+    records = read_records(path, _DISTRACTOR_COLUMNS, check_distractor, "hotpotqa-distractor")
+    whole = len(records) == DEV_SIZE
+    examples = []
+    for row, record in enumerate(records):
+        dev_index = record.get("dev_index")
+        if dev_index is None and whole:
+            dev_index = row
+        examples.append(_example(record["_id"], record, dev_index, _titles(record)))
+    return examples
+
+
+def _borrowed_ids(folder: Path, questions: list[str]) -> dict[int, str]:
+    """dev_index -> ``_id`` from distractor files beside the simplified one (module docstring)."""
+    ids: dict[int, str] = {}
+    for sibling in sorted(folder.glob("hotpot_dev_distractor*.json")):
+        for example in _distractor_examples(sibling):
+            dev_index = example.metadata["dev_index"]
+            if dev_index is not None and dev_index < len(questions) and questions[dev_index] == example.question:
+                ids[dev_index] = example.id
+    return ids
+
+
+def _simplified_examples(path: Path) -> list[Example]:
+    records = read_records(path, _SIMPLIFIED_COLUMNS, check_simplified, "hotpotqa-simplified")
+    ids = _borrowed_ids(path.parent, [r["question"] for r in records])
+    return [_example(ids.get(row, f"dev-{row}"), record, row, []) for row, record in enumerate(records)]
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_pool(path: str, size: int, mtime_ns: int) -> Pool:
+    del size, mtime_ns  # cache key only: a changed file is read again
+    file = Path(path)
+    first = peek_record(file)
+    is_distractor = "_id" in first or "context" in first
+    examples = _distractor_examples(file) if is_distractor else _simplified_examples(file)
+    return Pool.of(str(file), examples)
+
+
+def local_pool(path: Path) -> Pool:
+    stat = path.stat()
+    return _cached_pool(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+
+
+def pool_from_hub_rows(rows: list[dict[str, Any]], source: str) -> Pool:
+    """Examples from rows in the hub's layout (``id``; ``supporting_facts`` as {title, sent_id})."""
+    examples = []
+    for row, record in enumerate(rows):
+        facts = record.get("supporting_facts") or {}
+        titles = list(dict.fromkeys(facts.get("title") or []))
+        examples.append(_example(str(record["id"]), record, row, titles))
+    return Pool.of(source, examples)
+
+
+def hub_pool() -> Pool:
+    dataset = data.load_hub(HUB)  # looked up at call time: tests stand in for the hub here
+    columns = [
+        c for c in ("id", "question", "answer", "type", "level", "supporting_facts") if c in dataset.column_names
+    ]
+    return pool_from_hub_rows(dataset.select_columns(columns).to_list(), str(HUB))
+
+
+class HotpotQATask:
+    name = "hotpotqa"
+    primary_metric = "em"
+    input_label = "Question"
+
+    def __init__(self) -> None:
+        self.coverage: Coverage | None = None
+
+    def pool(self, config: TaskConfig) -> Pool:
+        return resolve_pool(config, task=self.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
+
+    def select(self, config: TaskConfig) -> tuple[list[Example], Coverage]:
+        examples, coverage = select(self.pool(config), config)
+        self.coverage = coverage
+        return examples, coverage
+
+    def examples(self, config: TaskConfig) -> list[Example]:
+        return self.select(config)[0]
+
+    def score(self, prediction: str, gold: str) -> dict[str, float]:
+        return {"em": exact_match(prediction, gold), "f1": f1_score(prediction, gold)}
