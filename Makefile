@@ -1,0 +1,24 @@
+# The two commands of the README. Both set up .venv themselves (installing included).
+PY ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: eval test setup clean
+
+eval: $(STAMP)  ## the main job on the offline defaults (local model, offline wiki and data)
+	$(VENV)/bin/python scripts/eval.py task=hotpotqa $(ARGS)
+
+test: $(STAMP)  ## the whole test suite, slow checks included (as CI runs it)
+	$(VENV)/bin/python -m pytest $(ARGS)
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml .ci/install_llama_cpp.sh
+	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	bash .ci/install_llama_cpp.sh $(VENV)/bin/pip
+	$(VENV)/bin/python -m pip install -q -e '.[dev,local]'
+	touch $(STAMP)
+
+clean:
+	rm -rf $(VENV)

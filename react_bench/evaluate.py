@@ -1,0 +1,238 @@
+"""One run: examples -> modes -> scores -> ``results/<task>/<model>/<mode>-<runner>/<run id>/``.
+
+Files of a run (see ``results.py`` for reading them back):
+- ``run.json``: the resolved config, the protocol fingerprint, the settings the model did
+  not take (``not_applied``), the model's capabilities; written before the first example.
+- ``examples.jsonl``: one line per finished example, appended and flushed as it finishes,
+  so a crash loses at most the examples in flight.
+- ``calls.jsonl``: the cassette, one line per finished example (``models.replay``).
+- ``metrics.json``: written at the end, and printed as a short table.
+
+``resume=true`` with ``run_id=...`` continues a run: finished ids are skipped, and a run
+whose fingerprint differs is refused rather than mixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from react_bench.events import AgentEvent, RunProgress
+from react_bench.metrics import protocol_fingerprint
+from react_bench.models import capabilities_to_dict, make_model
+from react_bench.models.base import ConfigError, ModelClient, ModelRequest, adapt_request
+from react_bench.models.replay import RecordingModel, cassette_line, example_scope
+from react_bench.modes import Outcome, Solver, SolveSettings
+from react_bench.prompts import load_prompt
+from react_bench.results import summarize
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import Example, TaskConfig, load_task
+
+STYLES_OF_MODE = {
+    "standard": ("standard",),
+    "cot": ("cot",),
+    "cot_sc": ("cot",),
+    "act": ("act",),
+    "react": ("react",),
+    "react_cot_sc": ("react", "cot"),
+    "cot_sc_react": ("cot", "react"),
+}
+
+
+@dataclass(frozen=True)
+class RunResult:
+    run_dir: Path
+    metrics: dict[str, Any]
+    n_new: int
+
+
+def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
+    s = cfg.solve
+    return cfg.results_dir / cfg.task / _safe(cfg.model_label) / f"{s.mode}-{s.runner}" / run_id
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def not_applied_settings(model: ModelClient, s: SolveSettings) -> list[str]:
+    """Protocol settings this model will not take (recorded, never silently assumed)."""
+    probes = [ModelRequest(temperature=s.temperature)]
+    if s.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
+        probes.append(ModelRequest(temperature=s.cot_sc_temperature))
+    if s.thinking is not None:
+        probes.append(ModelRequest(thinking=s.thinking))
+    dropped: list[str] = []
+    for probe in probes:
+        dropped += [d for d in adapt_request(probe, model.capabilities)[1] if d not in dropped]
+    return dropped
+
+
+def build_prompts(cfg: RunConfig) -> dict[str, Any]:
+    styles = list(STYLES_OF_MODE[cfg.solve.mode])
+    if cfg.solve.runner == "tool_use":
+        styles = [{"react": "tool_use", "act": "tool_use_act"}.get(s, s) for s in styles]
+    prompts = {}
+    for style in styles:
+        foreign = cfg.prompt_file is not None and style in ("react", "act", "cot", "standard")
+        if foreign and len(STYLES_OF_MODE[cfg.solve.mode]) > 1:
+            raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {styles}")
+        prompts[style] = load_prompt(cfg.task, style, cfg.prompt_file if foreign else None, cfg.prompt_key)
+    return prompts
+
+
+async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[[AgentEvent], None] | None = None) -> RunResult:
+    task = load_task(cfg.task)
+    examples = task.examples(
+        TaskConfig(
+            split=cfg.split, n=cfg.n if cfg.n is not None else cfg.model.get("default_n"), offset=cfg.offset,
+            ids=cfg.ids, on_missing=cfg.on_missing, data_dir=cfg.data_dir, data_file=cfg.data_file,
+            source=cfg.source,
+        )
+    )
+    if task.coverage is not None and task.coverage.found < task.coverage.requested:
+        print(f"coverage: {task.coverage.summary()}", file=out)
+    model = RecordingModel(make_model(cfg.model))
+    prompts = build_prompts(cfg)
+    env_factory = None
+    if cfg.solve.mode not in ("standard", "cot", "cot_sc"):
+        from react_bench.tasks import resolve_data_dir
+        from react_bench.wiki import WikiConfig, make_env_factory
+
+        wiki = WikiConfig.from_mapping(cfg.wiki)
+        env_factory = make_env_factory(wiki, task=cfg.task, data_dir=resolve_data_dir(cfg.data_dir))
+    solver = Solver(cfg.solve, model, prompts, env_factory)
+    settings = {"protocol": cfg.protocol, "solve": _jsonable(asdict(cfg.solve)), "task": cfg.task, "split": cfg.split}
+    fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
+    run_id = cfg.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_dir = run_dir_for(cfg, run_id)
+    done = _prepare_run_dir(run_dir, cfg, fingerprint)
+    header = {
+        "run_id": run_id,
+        "fingerprint": fingerprint,
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "config": _jsonable(asdict(cfg)),
+        "model_name": model.name,
+        "model_capabilities": capabilities_to_dict(model.capabilities),
+        "not_applied": not_applied_settings(model, cfg.solve),
+        "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in prompts.items()},
+        "n_examples": len(examples),
+        "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,
+        "example_ids": [e.id for e in examples],
+    }
+    if not done:
+        (run_dir / "run.json").write_text(json.dumps(header, indent=2) + "\n", encoding="utf-8")
+    for line in header["not_applied"]:
+        print(f"note: {model.name} does not take {line}; the run records it as not applied", file=out)
+    todo = [e for e in examples if e.id not in done]
+    try:
+        n_new = await _run_examples(cfg, task, solver, todo, run_dir, len(done), len(examples), out, on_event)
+    finally:
+        if env_factory is not None:
+            env_factory.close()
+    metrics = summarize(run_dir, task)
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    return RunResult(run_dir, metrics, n_new)
+
+
+def _prepare_run_dir(run_dir: Path, cfg: RunConfig, fingerprint: str) -> set[str]:
+    """Create the run folder; on resume, return the ids already finished there."""
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not cfg.resume:
+            raise ConfigError(f"{run_dir} exists; add resume=true to continue it, or choose another run_id")
+        recorded = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        if recorded["fingerprint"] != fingerprint:
+            raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
+        return _finished_ids(run_dir / "examples.jsonl")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return set()
+
+
+def _finished_ids(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    ids: set[str] = set()
+    good = 0
+    with path.open("rb") as f:
+        for raw in f:
+            try:
+                ids.add(str(json.loads(raw)["id"]))
+                good += len(raw)
+            except (json.JSONDecodeError, KeyError):
+                break  # a line cut by a crash: drop it and everything after
+    with path.open("r+b") as f:
+        f.truncate(good)
+    return ids
+
+
+async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event) -> int:
+    from tqdm import tqdm
+
+    semaphore = asyncio.Semaphore(cfg.concurrency)
+    write_lock = asyncio.Lock()
+    cassette_kind = "completions" if cfg.solve.runner == "text" else "responses"
+    bar = tqdm(total=n_total, initial=n_done, desc=f"{cfg.task} {cfg.solve.mode}", unit="ex", file=out,
+               disable=not cfg.progress, dynamic_ncols=True)
+    finished = 0
+
+    async def one(example: Example) -> None:
+        nonlocal finished
+        async with semaphore:
+            with example_scope(example.id) as calls:
+                outcome = await solver.solve(example.question, on_event)
+            record = example_record(example, outcome, task.score(outcome.prediction, example.gold))
+            async with write_lock:
+                _append(run_dir / "examples.jsonl", record)
+                _append(run_dir / "calls.jsonl", cassette_line(example.id, calls, cassette_kind))
+                finished += 1
+                bar.update(1)
+                if on_event is not None:
+                    on_event(RunProgress(n_done + finished, n_total, example.id))
+
+    try:
+        await asyncio.gather(*(one(e) for e in todo))
+    finally:
+        bar.close()
+    return finished
+
+
+def example_record(example: Example, outcome: Outcome, scores: dict[str, float]) -> dict[str, Any]:
+    return {
+        "id": example.id,
+        "question": example.question,
+        "gold": example.gold,
+        "prediction": outcome.prediction,
+        "correct": bool(scores.get("correct", scores.get("em", 0.0)) >= 1.0),
+        **scores,
+        "steps": outcome.steps,
+        "reason": outcome.reason,
+        "route": outcome.route,
+        "backoff": outcome.backoff,
+        "error": outcome.error,
+        "usage": outcome.usage.to_dict(),
+        "calls": outcome.stats.calls,
+        "bad_calls": outcome.stats.bad_calls,
+        "repairs": outcome.stats.repairs,
+        "samples": outcome.samples,
+        "vote": asdict(outcome.vote) if outcome.vote else None,
+        "metadata": _jsonable(example.metadata),
+        "trajectory": outcome.episodes,
+    }
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

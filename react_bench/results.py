@@ -1,0 +1,108 @@
+"""Reading runs back: per-example records, metrics with confidence intervals, tables.
+
+``load_examples(run_dir)`` gives the examples as a pandas DataFrame (one row per example,
+the trajectory kept as a column of dicts) for notebooks; ``summarize`` computes the run's
+metrics from ``examples.jsonl`` alone, so a resumed or crashed run is scored the same way
+as one that ran in one go.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from react_bench.metrics import bootstrap_ci
+from react_bench.types import Usage
+
+# Table 1 of the paper (PaLM-540B): HotpotQA EM / FEVER accuracy, in percent.
+PAPER_TABLE1 = {
+    "standard": (28.7, 57.1),
+    "cot": (29.4, 56.3),
+    "cot_sc": (33.4, 60.4),
+    "act": (25.7, 58.9),
+    "react": (27.4, 60.9),
+    "cot_sc_react": (34.2, 64.6),
+    "react_cot_sc": (35.1, 62.0),
+}
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "examples.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_examples(run_dir: str | Path):
+    import pandas as pd
+
+    return pd.DataFrame(read_records(Path(run_dir)))
+
+
+def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
+    records = read_records(run_dir)
+    run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    metric_names = [m for m in ("em", "f1", "accuracy") if records and m in records[0]]
+    metrics: dict[str, Any] = {
+        "run_id": run["run_id"],
+        "fingerprint": run["fingerprint"],
+        "model": run["model_name"],
+        "mode": run["config"]["solve"]["mode"],
+        "runner": run["config"]["solve"]["runner"],
+        "n": len(records),
+        "n_planned": run["n_examples"],
+        "primary_metric": task.primary_metric,
+        "not_applied": run["not_applied"],
+    }
+    for name in metric_names:
+        values = [float(r[name]) for r in records]
+        ci = bootstrap_ci(values, seed=0)
+        metrics[name] = {"mean": ci.mean, "ci95": [ci.low, ci.high]}
+    usage = sum((Usage.from_dict(r["usage"]) for r in records), Usage())
+    metrics["usage"] = usage.to_dict()
+    metrics["reasons"] = dict(Counter(r["reason"] for r in records))
+    metrics["routes"] = dict(Counter(r["route"] for r in records))
+    metrics["errors"] = sum(1 for r in records if r.get("error"))
+    metrics["bad_calls"] = sum(int(r.get("bad_calls", 0)) for r in records)
+    metrics["repairs"] = dict(sum((Counter(r.get("repairs") or {}) for r in records), Counter()))
+    metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
+    metrics["by_group"] = _breakdown(records, task.primary_metric)
+    return metrics
+
+
+def _breakdown(records: list[dict[str, Any]], metric: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, list[float]]] = {}
+    for record in records:
+        for key in ("type", "level", "label"):
+            value = (record.get("metadata") or {}).get(key)
+            if value is not None and metric in record:
+                groups.setdefault(key, {}).setdefault(str(value), []).append(float(record[metric]))
+    return {
+        key: {value: {"n": len(v), metric: sum(v) / len(v)} for value, v in sorted(values.items())}
+        for key, values in groups.items()
+    }
+
+
+def format_table(metrics: dict[str, Any], task: str) -> str:
+    """A short, aligned metrics table with the paper's Table 1 figure beside ours."""
+    rows = [("metric", "value", "95% CI")]
+    for name in ("em", "f1", "accuracy"):
+        if name in metrics:
+            m = metrics[name]
+            rows.append((name, f"{100 * m['mean']:.1f}", f"[{100 * m['ci95'][0]:.1f}, {100 * m['ci95'][1]:.1f}]"))
+    paper = PAPER_TABLE1.get(metrics["mode"])
+    if paper is not None:
+        rows.append(("paper (PaLM-540B)", f"{paper[0 if task == 'hotpotqa' else 1]:.1f}", ""))
+    rows.append(("examples", f"{metrics['n']}/{metrics['n_planned']}", ""))
+    rows.append(("finish reasons", ", ".join(f"{k}={v}" for k, v in sorted(metrics["reasons"].items())), ""))
+    rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
+    rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
+    rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
+    usage = metrics["usage"]
+    rows.append(("tokens in/out", f"{usage['input_tokens']}/{usage['output_tokens']}", ""))
+    if metrics["not_applied"]:
+        rows.append(("NOT APPLIED", "; ".join(metrics["not_applied"]), ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows)
