@@ -1,0 +1,82 @@
+"""Model clients, one module per provider; ``make_model`` builds one from a plain mapping.
+
+The mapping is a model config group file (``configs/model/*.yaml``) as a dict: ``provider``
+selects the module, ``label`` names the model in result paths, ``default_n`` is how many
+examples a run takes when ``n`` is not given (the tiny local model: a handful), and the
+other keys are the provider config dataclass's fields; an unknown key is an error.
+Provider modules are imported lazily, so a missing optional dependency (llama-cpp-python)
+only matters when that provider is chosen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from react_bench.models.base import ConfigError, ModelCapabilities, ModelClient
+
+PROVIDERS = ("local", "anthropic", "openai", "replay", "scripted")
+META_KEYS = ("provider", "label", "default_n")
+
+
+def typed_config(cls: type, values: Mapping[str, Any]) -> Any:
+    """``cls(**values)`` with unknown keys reported by name instead of a TypeError."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} setting(s) {unknown}; known: {sorted(known)}")
+    return cls(**values)
+
+
+def make_model(config: Mapping[str, Any]) -> ModelClient:
+    provider = config.get("provider")
+    values = {k: v for k, v in config.items() if k not in META_KEYS}
+    if provider == "local":
+        from react_bench.models.local import LocalConfig, LocalModel
+
+        return LocalModel(typed_config(LocalConfig, values))
+    if provider == "anthropic":
+        from react_bench.models.anthropic import AnthropicClient, AnthropicConfig
+
+        return AnthropicClient(typed_config(AnthropicConfig, values))
+    if provider == "openai":
+        from react_bench.models.openai_compat import OpenAICompatClient, OpenAICompatConfig
+
+        return OpenAICompatClient(typed_config(OpenAICompatConfig, values))
+    if provider == "replay":
+        from react_bench.models.replay import ReplayModel
+
+        cassette = values.get("cassette")
+        if not cassette:
+            raise ConfigError("model=replay needs model.cassette=<run dir>/calls.jsonl")
+        return ReplayModel(cassette, capabilities=recorded_capabilities(Path(cassette)))
+    if provider == "scripted":
+        from react_bench.models.scripted import ScriptedModel
+
+        script = values.get("script")
+        if not script:
+            raise ConfigError("model=scripted needs model.script=<JSON file: a list of completion texts>")
+        return ScriptedModel(list(json.loads(Path(script).read_text(encoding="utf-8"))))
+    raise ConfigError(f"unknown model provider {provider!r}; one of {PROVIDERS}")
+
+
+def recorded_capabilities(cassette: Path) -> ModelCapabilities:
+    """The recorded model's capabilities (from the run.json beside the cassette), so that a
+    replay takes the same text path (raw completion, prefill, instruction) as the original."""
+    run_json = cassette.parent / "run.json"
+    if not run_json.is_file():
+        return ModelCapabilities(raw_completion=True)
+    caps = json.loads(run_json.read_text(encoding="utf-8")).get("model_capabilities") or {}
+    caps = {k: v for k, v in caps.items() if k in {f.name for f in dataclasses.fields(ModelCapabilities)}}
+    if "thinking_modes" in caps:
+        caps["thinking_modes"] = frozenset(caps["thinking_modes"])
+    return ModelCapabilities(**caps)
+
+
+def capabilities_to_dict(caps: ModelCapabilities) -> dict[str, Any]:
+    data = dataclasses.asdict(caps)
+    data["thinking_modes"] = sorted(caps.thinking_modes)
+    return data
