@@ -24,6 +24,7 @@ class StopReason(StrEnum):
     TOOL_USE = "tool_use"
     PAUSE_TURN = "pause_turn"
     REFUSAL = "refusal"
+    MODEL_CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"  # in SDK 2.10's StopReason
 
 
 @dataclass(frozen=True)

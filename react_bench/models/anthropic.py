@@ -1,0 +1,406 @@
+"""The Anthropic Messages API client: the ONLY module that imports ``anthropic``.
+
+``AnthropicClient.stream(request)`` sends one streamed ``messages.create`` call with the
+official async SDK and maps every SDK stream event onto our ``StreamEvent``s (an exhaustive
+match over the SDK's event and block unions), so ``models.base.generate`` works on it and
+no SDK type leaves this module.
+
+Decisions a next engineer needs:
+- What is sent is decided by ``plan(request)``, a pure function of the request and the
+  per-model table in ``models.capabilities`` (DESIGN 6b). A setting the model rejects is
+  left out and named in ``RequestPlan.not_applied`` (also kept as ``last_not_applied``;
+  under concurrency call ``plan`` yourself): sampling parameters on Opus 4.7+, a thinking
+  mode the model lacks, ``temperature`` other than 1 or ``top_p`` under 0.95 with thinking
+  on, forced ``tool_choice`` where the model or thinking forbids it, thinking together with
+  a prefill. A trailing-whitespace prefill is stripped (old models reject it); a prefill on
+  a model without prefill is a ConfigError before any request (dropping it would change
+  what is asked). Budgeted thinking needs 1024 <= budget < max_tokens (ConfigError).
+- Stop sequences the API rejects (whitespace-only, like the paper's ``\\n`` re-ask) are
+  applied here, client-side: text is cut at the stop, later blocks are suppressed, and the
+  stream ends with stop reason ``stop_sequence``, as if the API had stopped there.
+- ``temperature`` / ``top_p`` go through ``extra_body``: SDK 2.10's ``messages.create``
+  has no such arguments any more.
+- Prompt caching (default on): ``cache_control`` on the system prompt (caches tools +
+  system, shared by every episode with the same instructions), on the last block of the
+  history before the newest turn (the stable prefix) and on the last block of the newest
+  turn (so the next call of the episode reads all of this one). Three of the four allowed
+  breakpoints; thinking blocks never carry one.
+- Empty text blocks are left out of the wire messages (the API rejects them; they carry
+  nothing). Thinking blocks and signatures go back verbatim.
+- Retries are the SDK's own (``max_retries``; it honours ``retry-after``). Errors become
+  ``ModelError`` with the HTTP status and the API's own message, which names the rule.
+- The API key is read from the environment variable ``api_key_env`` names, in the
+  constructor: a missing key is a ConfigError before any request, naming the variable.
+  ``base_url=None`` leaves the SDK's own handling of ``ANTHROPIC_BASE_URL``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, assert_never, get_args
+
+import anthropic
+import httpx2
+import pydantic
+from anthropic import types as sdk
+from anthropic.types.raw_content_block_start_event import ContentBlock as SdkStartBlock
+
+from react_bench.events import (
+    BlockStart,
+    BlockStop,
+    MessageStart,
+    MessageStop,
+    SignatureDelta,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolInputDelta,
+)
+from react_bench.models.base import ConfigError, ModelError, ModelRequest, ThinkingConfig, adapt_request
+from react_bench.models.capabilities import model_info
+from react_bench.models.scripted import cut_at_stop
+from react_bench.types import Message, StopReason, TextBlock, Usage, message_to_dict
+
+_CACHE = {"type": "ephemeral"}
+_CACHEABLE = frozenset({"text", "tool_use", "tool_result"})
+
+
+@dataclass(frozen=True)
+class AnthropicConfig:
+    """One Claude model as a run uses it: ``configs/model/claude-*.yaml`` map onto these fields.
+
+    Thinking is not set here but per request (``ModelRequest.thinking``, from the runner
+    config), with ``display`` defaulting to ``summarized`` so thinking is visible.
+    """
+
+    name: str  # the model id, as in the SDK's types/model.py
+    api_key_env: str = "ANTHROPIC_API_KEY"  # the NAME of the variable holding the key
+    base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else api.anthropic.com
+    max_retries: int = 4  # the SDK's own retries (429, 5xx, 529 overloaded, connection errors)
+    timeout_s: float = 600.0
+    prompt_caching: bool = True
+    allow_unknown_model: bool = False  # unknown ids get the strictest rules instead of an error
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    """What one request becomes: the SDK arguments and what could not be applied."""
+
+    arguments: dict[str, Any]
+    not_applied: tuple[str, ...]
+    client_stops: tuple[str, ...]  # applied here because the API rejects them
+
+
+class AnthropicClient:
+    def __init__(self, config: AnthropicConfig) -> None:
+        self.config = config
+        self.name = config.name
+        self.info = model_info(config.name, allow_unknown=config.allow_unknown_model)
+        self.capabilities = self.info.capabilities()
+        key = os.environ.get(config.api_key_env, "").strip()
+        if not key:
+            raise ConfigError(
+                f"no Anthropic API key: the environment variable {config.api_key_env} is not set "
+                "(the model config's api_key_env names the variable to read)"
+            )
+        self._sdk = anthropic.AsyncAnthropic(
+            api_key=key, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout_s
+        )
+        self.last_not_applied: tuple[str, ...] = ()
+
+    async def aclose(self) -> None:
+        await self._sdk.close()
+
+    def plan(self, request: ModelRequest) -> RequestPlan:
+        """The SDK arguments for ``request`` and the settings left out (pure; no I/O)."""
+        request, dropped = adapt_request(request, self.capabilities)
+        not_applied = list(dropped)
+        request = self._prefill(request, not_applied)
+        request = _thinking_conflicts(request, not_applied, forced_ok=self.info.forced_tool_use)
+        api_stops = tuple(s for s in request.stop if s.strip())
+        client_stops = tuple(s for s in request.stop if s and not s.strip())
+        not_applied += [f"stop={s!r}" for s in request.stop if not s]
+        arguments: dict[str, Any] = {
+            "model": self.config.name,
+            "max_tokens": request.max_tokens,
+            "messages": _wire_messages(request.messages, self.config.prompt_caching),
+        }
+        caching = self.config.prompt_caching
+        if request.system:
+            system: dict[str, Any] = {"type": "text", "text": request.system}
+            arguments["system"] = [{**system, "cache_control": _CACHE} if caching else system]
+        if request.tools:
+            tools = [
+                {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+            ]
+            if caching and not request.system:
+                tools[-1] = {**tools[-1], "cache_control": _CACHE}
+            arguments["tools"] = tools
+            if request.tool_choice is not None:
+                arguments["tool_choice"] = {"type": request.tool_choice}
+        if api_stops:
+            arguments["stop_sequences"] = list(api_stops)
+        if request.thinking is not None:
+            arguments["thinking"] = _wire_thinking(request.thinking, request.max_tokens)
+        sampling = {k: v for k, v in (("temperature", request.temperature), ("top_p", request.top_p)) if v is not None}
+        if sampling:
+            arguments["extra_body"] = sampling
+        return RequestPlan(arguments, tuple(not_applied), client_stops)
+
+    def _prefill(self, request: ModelRequest, not_applied: list[str]) -> ModelRequest:
+        """A conversation ending with an assistant message: refused, or made acceptable."""
+        messages = request.messages
+        if not messages or messages[-1].role != "assistant":
+            return request
+        if not self.capabilities.prefill:
+            raise ConfigError(
+                f"{self.config.name} does not support assistant message prefill: the conversation must end "
+                "with a user message (put the partial answer in the user turn instead)"
+            )
+        if request.thinking is not None:  # the API never takes a prefill together with thinking
+            not_applied.append(f"thinking={request.thinking.mode} (assistant prefill)")
+            request = replace(request, thinking=None)
+        last = messages[-1]
+        tail = last.content[-1] if last.content else None
+        if isinstance(tail, TextBlock) and tail.text != tail.text.rstrip():
+            not_applied.append("prefill trailing whitespace (stripped)")
+            stripped = Message("assistant", (*last.content[:-1], TextBlock(tail.text.rstrip())))
+            request = replace(request, messages=(*messages[:-1], stripped))
+        return request
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        plan = self.plan(request)
+        self.last_not_applied = plan.not_applied
+        mapper = StreamMapper()
+        cutter = ClientStops(plan.client_stops) if plan.client_stops else None
+        try:
+            response = await self._sdk.messages.create(**plan.arguments, stream=True)
+            async with response:
+                async for raw in response:
+                    for event in mapper.map(raw):
+                        for out in cutter.feed(event) if cutter else (event,):
+                            yield out
+        except anthropic.APIStatusError as exc:
+            raise model_error(exc) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
+
+
+def _thinking_conflicts(request: ModelRequest, not_applied: list[str], *, forced_ok: bool) -> ModelRequest:
+    """Settings the API rejects in combination (or on this model) are left out and named."""
+    changes: dict[str, Any] = {}
+    forced = request.tool_choice == "any"
+    if forced and not forced_ok:
+        not_applied.append("tool_choice=any (this model rejects forced tool use)")
+        changes["tool_choice"], forced = None, False
+    if request.thinking is not None:
+        if forced:
+            not_applied.append(f"thinking={request.thinking.mode} (tool_choice=any forces a tool)")
+            changes["thinking"] = None
+        else:
+            if request.temperature is not None and request.temperature != 1:
+                not_applied.append(f"temperature={request.temperature} (thinking is on)")
+                changes["temperature"] = None
+            if request.top_p is not None and request.top_p < 0.95:
+                not_applied.append(f"top_p={request.top_p} (thinking is on)")
+                changes["top_p"] = None
+    return replace(request, **changes) if changes else request
+
+
+def _wire_thinking(thinking: ThinkingConfig, max_tokens: int) -> dict[str, Any]:
+    if thinking.mode == "adaptive":
+        return {"type": "adaptive", "display": thinking.display}
+    budget = thinking.budget_tokens
+    if budget is None or budget < 1024 or budget >= max_tokens:
+        raise ConfigError(f"thinking=enabled needs 1024 <= budget_tokens < max_tokens ({max_tokens}); got {budget}")
+    return {"type": "enabled", "budget_tokens": budget, "display": thinking.display}
+
+
+def _wire_messages(messages: Iterable[Message], caching: bool) -> list[dict[str, Any]]:
+    wire = []
+    for message in messages:
+        data = message_to_dict(message)
+        kept = [b for b in data["content"] if not (b["type"] == "text" and not b["text"])]
+        wire.append({**data, "content": kept or data["content"]})
+    if caching:
+        for position in (len(wire) - 2, len(wire) - 1):  # history before the newest turn; the newest turn
+            if position >= 0:
+                _mark_last_cacheable(wire[position])
+    return wire
+
+
+def _mark_last_cacheable(message: dict[str, Any]) -> None:
+    for index in range(len(message["content"]) - 1, -1, -1):
+        block = message["content"][index]
+        if block["type"] in _CACHEABLE and block.get("text", "x"):
+            message["content"][index] = {**block, "cache_control": _CACHE}
+            return
+
+
+def model_error(exc: anthropic.APIStatusError) -> ModelError:
+    """An SDK status error as a ModelError naming the status, the error type and the API's message."""
+    kind = exc.type or ""
+    # An `error` event inside a 200 stream carries no HTTP status of its own.
+    status = (
+        exc.status_code if exc.status_code >= 400 else {"overloaded_error": 529, "rate_limit_error": 429}.get(kind, 500)
+    )
+    retryable = status in (408, 409, 429) or status >= 500
+    where = f" (request id {exc.request_id})" if exc.request_id else ""
+    return ModelError(
+        f"Anthropic API error {status} {kind}: {exc.api_message or exc}{where}", status=status, retryable=retryable
+    )
+
+
+class ClientStops:
+    """Stop sequences applied to the streamed text here, because the API rejects them.
+
+    Up to ``len(longest stop) - 1`` characters are held back so a stop split across deltas is
+    still found. At the first stop the text block ends; later events are dropped except the
+    final MessageStop, which then says ``stop_sequence`` (usage is still the API's).
+    """
+
+    def __init__(self, stops: Iterable[str]) -> None:
+        self.stops = tuple(stops)
+        self.hold = max(len(s) for s in self.stops) - 1
+        self.pending: dict[int, str] = {}
+        self.hit: str | None = None
+
+    def feed(self, event: StreamEvent) -> list[StreamEvent]:
+        if self.hit is not None:
+            return (
+                [MessageStop(StopReason.STOP_SEQUENCE, event.usage, self.hit)] if isinstance(event, MessageStop) else []
+            )
+        match event:
+            case TextDelta(index=index, text=text):
+                buffer = self.pending.pop(index, "") + text
+                cut, hit = cut_at_stop(buffer, self.stops)
+                if hit is not None:
+                    self.hit = hit
+                    return [*([TextDelta(index, cut)] if cut else []), BlockStop(index)]
+                keep = max(0, len(buffer) - self.hold)
+                self.pending[index] = buffer[keep:]
+                return [TextDelta(index, buffer[:keep])] if keep else []
+            case BlockStop(index=index) if self.pending.get(index):
+                return [TextDelta(index, self.pending.pop(index)), event]
+            case _:
+                return [event]
+
+
+# ------------------------------------------------------------------ SDK event -> StreamEvent
+
+
+def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage) -> Usage:
+    return Usage(
+        input_tokens=usage.input_tokens or 0,
+        output_tokens=usage.output_tokens or 0,
+        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+    )
+
+
+def _stop_reason(value: str | None) -> StopReason | None:
+    try:
+        return StopReason(value) if value else None
+    except ValueError:
+        raise ModelError(f"the API sent an unknown stop reason {value!r}") from None
+
+
+class StreamMapper:
+    """SDK raw stream events -> StreamEvents. Holds the message_delta until message_stop."""
+
+    def __init__(self) -> None:
+        self._delta: sdk.RawMessageDeltaEvent | None = None
+
+    def map(self, event: sdk.RawMessageStreamEvent) -> list[StreamEvent]:
+        match event:
+            case sdk.RawMessageStartEvent(message=message):
+                return [MessageStart(message.id, message.model, _usage(message.usage))]
+            case sdk.RawContentBlockStartEvent(index=index, content_block=block):
+                return _block_start(index, block)
+            case sdk.RawContentBlockDeltaEvent(index=index, delta=delta):
+                return _delta(index, delta)
+            case sdk.RawContentBlockStopEvent(index=index):
+                return [BlockStop(index)]
+            case sdk.RawMessageDeltaEvent():
+                self._delta = event
+                return []
+            case sdk.RawMessageStopEvent():
+                if self._delta is None:
+                    return [MessageStop(None)]
+                delta, usage = self._delta.delta, _usage(self._delta.usage)
+                return [MessageStop(_stop_reason(delta.stop_reason), usage, delta.stop_sequence)]
+            case _:
+                assert_never(event)
+
+
+def _block_start(index: int, block: SdkStartBlock) -> list[StreamEvent]:
+    match block:
+        case sdk.TextBlock(text=text):
+            return [BlockStart(index, "text"), *([TextDelta(index, text)] if text else [])]
+        case sdk.ThinkingBlock(thinking=thinking, signature=signature):
+            out: list[StreamEvent] = [BlockStart(index, "thinking")]
+            out += [ThinkingDelta(index, thinking)] if thinking else []
+            return out + ([SignatureDelta(index, signature)] if signature else [])
+        case sdk.RedactedThinkingBlock(data=data):
+            return [BlockStart(index, "redacted_thinking", data=data)]
+        case sdk.ToolUseBlock(id=tool_id, name=name, input=input_):
+            out = [BlockStart(index, "tool_use", tool_id=tool_id, tool_name=name)]
+            return out + ([ToolInputDelta(index, json.dumps(input_))] if input_ else [])
+        case (
+            sdk.ServerToolUseBlock()
+            | sdk.WebSearchToolResultBlock()
+            | sdk.WebFetchToolResultBlock()
+            | sdk.CodeExecutionToolResultBlock()
+            | sdk.BashCodeExecutionToolResultBlock()
+            | sdk.TextEditorCodeExecutionToolResultBlock()
+            | sdk.ToolSearchToolResultBlock()
+            | sdk.ContainerUploadBlock()
+        ):
+            raise ModelError(f"the API sent a {block.type} block; server tools are never requested here")
+        case _:
+            assert_never(block)
+
+
+def _delta(index: int, delta: sdk.RawContentBlockDelta) -> list[StreamEvent]:
+    match delta:
+        case sdk.TextDelta(text=text):
+            return [TextDelta(index, text)]
+        case sdk.ThinkingDelta(thinking=thinking):
+            return [ThinkingDelta(index, thinking)]
+        case sdk.SignatureDelta(signature=signature):
+            return [SignatureDelta(index, signature)]
+        case sdk.InputJSONDelta(partial_json=partial):
+            return [ToolInputDelta(index, partial)]
+        case sdk.CitationsDelta():
+            return []  # citations are only sent for documents with citations on; never requested
+        case _:
+            assert_never(delta)
+
+
+_EVENT_ADAPTER: pydantic.TypeAdapter[sdk.RawMessageStreamEvent] = pydantic.TypeAdapter(sdk.RawMessageStreamEvent)
+
+
+def stream_events_from_payloads(payloads: Iterable[tuple[str, Mapping[str, Any]]]) -> list[StreamEvent]:
+    """Recorded SSE (event name, JSON payload) pairs -> StreamEvents, through the client's mapping.
+
+    Payloads are validated into the SDK's event types first, so a fixture that the SDK would
+    not accept fails here too. ``ping`` is skipped and ``error`` raised, as the SDK does.
+    """
+    mapper, out = StreamMapper(), []
+    for name, payload in payloads:
+        if name == "ping":
+            continue
+        if name == "error":
+            error = payload.get("error") or {}
+            raise ModelError(f"stream error {error.get('type')}: {error.get('message')}", retryable=True)
+        out += mapper.map(_EVENT_ADAPTER.validate_python(payload))
+    return out
+
+
+def sdk_model_ids() -> tuple[str, ...]:
+    """The model ids the installed SDK lists (``anthropic/types/model.py``)."""
+    literal = next(arg for arg in get_args(sdk.Model) if get_args(arg))
+    return tuple(get_args(literal))

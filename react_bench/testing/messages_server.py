@@ -1,0 +1,402 @@
+"""A local HTTP server that speaks the Anthropic Messages API, for tests (DESIGN 6).
+
+Real HTTP on 127.0.0.1 (stdlib ``ThreadingHTTPServer`` in a background thread, HTTP/1.1
+with chunked SSE), so the real ``anthropic`` SDK talks to it through ``base_url``: no mocked
+SDK objects anywhere. ``POST /v1/messages`` answers streaming (SSE) or plain JSON.
+
+Responses are scripted per test: a queue of specs (``Reply``, ``Fault``, ``Dropped``,
+``StreamError``, ``RawStream``) or a ``responder`` callable (request body -> spec). A
+request is validated BEFORE a spec is taken, like the real API, so a 400 consumes nothing;
+``assert_complete`` fails when specs are left. Every request is recorded with its headers
+(credential values replaced by ``<redacted>``) and body.
+
+Validation (``check_request``) enforces the rules the loop and the client must respect,
+with the API's error shape ``{"type": "error", "error": {"type": ..., "message": ...}}``:
+tool_use answered by tool_result blocks first in the very next user message, no
+tool_result for an unknown id, thinking blocks sent back unchanged and signed, non-empty
+text blocks, stop sequences with a non-whitespace character, at most 4 cache breakpoints,
+and the per-model rules of DESIGN 6b read from ``models.capabilities`` (the single source):
+prefill, sampling parameters, thinking modes, forced tool use.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from react_bench.models.base import ConfigError
+from react_bench.models.capabilities import ClaudeModel, model_info
+from react_bench.testing.sse import (
+    CacheSimulator,
+    Dropped,
+    Fault,
+    RawStream,
+    Reply,
+    Spec,
+    StreamError,
+    build_message,
+    encode_sse,
+    signature_matches,
+    stream_events,
+)
+
+__all__ = ["ApiError", "Dropped", "Fault", "MessagesServer", "RawStream", "RecordedRequest", "Reply", "StreamError"]
+
+Responder = Callable[[dict[str, Any]], Spec]
+
+PREFILL_REJECTED = (
+    "This model does not support assistant message prefill. The conversation must end with a user message."
+)
+
+
+@dataclass
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    status: int = 0
+
+
+@dataclass(frozen=True)
+class ApiError:
+    status: int
+    type: str
+    message: str
+
+    def body(self) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": self.type, "message": self.message}}
+
+
+# -------------------------------------------------------------------------- validation
+
+
+def check_request(body: Mapping[str, Any]) -> ApiError | None:
+    """The first rule ``body`` breaks, as the API would report it; None when it is valid."""
+    model = body.get("model")
+    if not isinstance(model, str):
+        return ApiError(400, "invalid_request_error", "model: Field required")
+    try:
+        info = model_info(model)
+    except ConfigError:
+        return ApiError(404, "not_found_error", f"model: {model}")
+    if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] < 0:
+        return _invalid("max_tokens: Field required")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return _invalid("messages: at least one message is required")
+    for message in (_params(body, info), _cache_breakpoints(body), _messages(messages, info, body)):
+        if message:
+            return _invalid(message)
+    return None
+
+
+def _invalid(message: str) -> ApiError:
+    return ApiError(400, "invalid_request_error", message)
+
+
+def _params(body: Mapping[str, Any], info: ClaudeModel) -> str | None:
+    for i, stop in enumerate(body.get("stop_sequences") or []):
+        if not isinstance(stop, str) or not stop.strip():
+            return f"stop_sequences.{i}: each stop sequence must contain at least one non-whitespace character"
+    if not info.sampling:
+        for name in ("temperature", "top_p", "top_k"):
+            if body.get(name) is not None:
+                return f"`{name}` is deprecated for this model."
+    thinking = body.get("thinking") or {}
+    kind = thinking.get("type")
+    if kind in ("enabled", "adaptive") and kind not in info.thinking_modes:
+        if kind == "enabled":
+            return (
+                '"thinking.type.enabled" is not supported for this model. '
+                'Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+            )
+        return '"thinking.type.adaptive" is not supported for this model. Use "thinking.type.enabled".'
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < 1024:
+            return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        if budget >= body["max_tokens"]:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`."
+    thinking_on = kind in ("enabled", "adaptive")
+    if thinking_on and body.get("temperature") not in (None, 1, 1.0):
+        return "`temperature` may only be set to 1 when thinking is enabled."
+    forced = (body.get("tool_choice") or {}).get("type") in ("any", "tool")
+    if forced and not info.forced_tool_use:
+        return "tool_choice: forced tool use (`any` or `tool`) is not supported for this model."
+    if forced and thinking_on:
+        return "Thinking may not be enabled when tool_choice forces tool use."
+    return None
+
+
+def _cache_breakpoints(body: Mapping[str, Any]) -> str | None:
+    blocks: list[Any] = list(body.get("tools") or [])
+    blocks += body["system"] if isinstance(body.get("system"), list) else []
+    for message in body["messages"]:
+        blocks += message.get("content") if isinstance(message.get("content"), list) else []
+    found = sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control")) + bool(
+        body.get("cache_control")
+    )
+    return f"A maximum of 4 blocks with cache_control may be provided. Found {found}." if found > 4 else None
+
+
+def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    content = message.get("content")
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+
+
+def _messages(messages: list[Mapping[str, Any]], info: ClaudeModel, body: Mapping[str, Any]) -> str | None:
+    for i, message in enumerate(messages):
+        if message.get("role") not in ("user", "assistant"):
+            return f"messages.{i}.role: Input should be 'user' or 'assistant'"
+        for j, block in enumerate(_content(message)):
+            if block.get("type") == "text" and not block.get("text"):
+                return f"messages.{i}.content.{j}.text: text content blocks must be non-empty"
+            if block.get("type") == "thinking":
+                if not block.get("signature"):
+                    return f"messages.{i}.content.{j}.thinking.signature: Field required"
+                if not signature_matches(str(block["signature"]), str(block.get("thinking", ""))):
+                    return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+        problem = _tool_pairing(messages, i)
+        if problem:
+            return problem
+    return _prefill(messages[-1], info, body)
+
+
+def _tool_pairing(messages: list[Mapping[str, Any]], i: int) -> str | None:
+    message = messages[i]
+    content = _content(message)
+    if message["role"] == "assistant":
+        ids = [b.get("id") for b in content if b.get("type") == "tool_use"]
+        if not ids or i == len(messages) - 1:
+            return None
+        reply = _content(messages[i + 1]) if messages[i + 1].get("role") == "user" else []
+        answered = {b.get("tool_use_id") for b in reply if b.get("type") == "tool_result"}
+        missing = [x for x in ids if x not in answered]
+        if missing:
+            return (
+                f"messages.{i + 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                f"{', '.join(map(str, missing))}. Each `tool_use` block must have a corresponding `tool_result` "
+                "block in the next message."
+            )
+        kinds = [b.get("type") for b in reply]
+        first_other = next((k for k, kind in enumerate(kinds) if kind != "tool_result"), len(kinds))
+        if "tool_result" in kinds[first_other:]:
+            return (
+                f"messages.{i + 1}: `tool_result` blocks must come first in the user message content, "
+                "before any other content."
+            )
+        return None
+    previous = _content(messages[i - 1]) if i > 0 and messages[i - 1].get("role") == "assistant" else []
+    known = {b.get("id") for b in previous if b.get("type") == "tool_use"}
+    for j, block in enumerate(content):
+        if block.get("type") == "tool_result" and block.get("tool_use_id") not in known:
+            return (
+                f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                f"{block.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                "block in the previous message."
+            )
+    return None
+
+
+def _prefill(last: Mapping[str, Any], info: ClaudeModel, body: Mapping[str, Any]) -> str | None:
+    if last.get("role") != "assistant":
+        return None
+    if not info.prefill:
+        return PREFILL_REJECTED
+    if (body.get("thinking") or {}).get("type") in ("enabled", "adaptive"):
+        return "Assistant message prefill is not supported when thinking is enabled."
+    content = _content(last)
+    if content and content[-1].get("type") == "text" and content[-1]["text"] != content[-1]["text"].rstrip():
+        return "messages: final assistant content cannot end with trailing whitespace"
+    return None
+
+
+_SECRET_HEADERS = frozenset({"x-api-key", "authorization"})
+
+
+class MessagesServer:
+    """The server; use as a context manager. ``base_url`` goes to the SDK or the client config."""
+
+    def __init__(
+        self,
+        script: tuple[Spec, ...] | list[Spec] = (),
+        *,
+        responder: Responder | None = None,
+        chunk: int = 4,
+        json_chunk: int = 3,
+        min_cache_tokens: int = 0,
+    ) -> None:
+        self.responder = responder
+        self.chunk, self.json_chunk = chunk, json_chunk
+        self.cache = CacheSimulator(min_cache_tokens)
+        self.requests: list[RecordedRequest] = []
+        self._script: deque[Spec] = deque(script)
+        self._lock = threading.Lock()
+        self._count = 0
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> MessagesServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        handler = type("MessagesHandler", (_Handler,), {"state": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="messages-server", daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            assert self._thread is not None
+            self._thread.join(timeout=5)
+            self._httpd = None
+
+    @property
+    def base_url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("the messages server is not running")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def enqueue(self, *specs: Spec) -> None:
+        with self._lock:
+            self._script.extend(specs)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script)
+
+    def assert_complete(self) -> None:
+        if self._script:
+            raise AssertionError(f"{len(self._script)} scripted response(s) never requested: {list(self._script)!r}")
+
+    def _record(self, request: RecordedRequest) -> int:
+        with self._lock:
+            self.requests.append(request)
+            self._count += 1
+            return self._count
+
+    def _next_spec(self, body: dict[str, Any]) -> Spec | None:
+        with self._lock:
+            if self._script:
+                return self._script.popleft()
+        return self.responder(body) if self.responder is not None else None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive and chunked SSE, like the real API
+    timeout = 10  # an idle keep-alive connection ends instead of holding a thread
+    state: MessagesServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet test output
+        pass
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        headers = {k.lower(): ("<redacted>" if k.lower() in _SECRET_HEADERS else v) for k, v in self.headers.items()}
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = None
+        self._recorded = RecordedRequest(self.path, headers, body if isinstance(body, dict) else {})
+        number = self.state._record(self._recorded)
+        self._request_id = f"req_local_{number:04d}"
+        self._answer(body if isinstance(body, dict) else None, number)
+
+    def handle(self) -> None:
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            super().handle()  # a client closing a keep-alive connection is not an error
+
+    def _status(self, status: int) -> None:
+        """Record the status BEFORE the client can see the answer (tests read it right after)."""
+        self._recorded.status = status
+        self.send_response(status)
+
+    def _answer(self, body: dict[str, Any] | None, number: int) -> None:
+        if self.path.split("?")[0] != "/v1/messages":
+            return self._error(ApiError(404, "not_found_error", f"Not Found: {self.path}"))
+        if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
+            return self._error(ApiError(401, "authentication_error", "x-api-key header is required"))
+        if body is None:
+            return self._error(_invalid("The request body is not valid JSON."))
+        problem = check_request(body)
+        if problem is not None:
+            return self._error(problem)
+        spec = self.state._next_spec(body)
+        if spec is None:
+            return self._error(_invalid("messages server: the test script has no response left for this request"))
+        return self._serve(spec, body, number)
+
+    def _serve(self, spec: Spec, body: dict[str, Any], number: int) -> None:
+        if isinstance(spec, Fault):
+            return self._error(ApiError(spec.status, spec.error_type, spec.message or spec.error_type), spec.headers)
+        if isinstance(spec, RawStream):
+            self._start_stream()
+            self._chunk(spec.body)
+            return self._end_stream()
+        reply = spec if isinstance(spec, Reply) else spec.reply
+        message = build_message(reply, body, number=number, cache=self.state.cache)
+        if not body.get("stream"):
+            return self._json(200, message) if isinstance(spec, Reply) else self._drop()
+        events = stream_events(message, chunk=self.state.chunk, json_chunk=self.state.json_chunk)
+        if isinstance(spec, (Dropped, StreamError)):
+            events = events[: spec.after_events]
+        self._start_stream()
+        for name, payload in events:
+            self._chunk(encode_sse(name, payload))
+        if isinstance(spec, Dropped):
+            return self._drop()
+        if isinstance(spec, StreamError):  # the API reports failures inside a 200 stream this way
+            self._chunk(encode_sse("error", ApiError(200, spec.error_type, spec.message).body()))
+        return self._end_stream()
+
+    def _json(self, status: int, payload: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self._status(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", self._request_id)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _error(self, error: ApiError, headers: Mapping[str, str] | None = None) -> None:
+        return self._json(error.status, {**error.body(), "request_id": self._request_id}, headers)
+
+    def _start_stream(self) -> None:
+        self._status(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("request-id", self._request_id)
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _drop(self) -> None:
+        """Close the socket with the answer unfinished: the client sees a broken stream."""
+        self.wfile.flush()
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)

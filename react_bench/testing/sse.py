@@ -1,0 +1,304 @@
+"""The response side of the Anthropic Messages wire format, for the local test server.
+
+What the real API does and this module reproduces:
+- a streamed response is the SSE sequence ``message_start``, then per block
+  ``content_block_start`` / ``content_block_delta``* / ``content_block_stop`` (a ``ping``
+  after the first block start), ``message_delta`` (stop reason, cumulative usage),
+  ``message_stop``. Blocks start empty; text, thinking and tool input arrive as deltas; tool
+  input JSON arrives as raw fragments (the first one empty) that may end anywhere, even in
+  the middle of an escape such as ``\\u00e9``, because the JSON is ASCII-escaped here.
+- thinking signatures are opaque strings that the API checks when a thinking block comes
+  back. Here a signature is an HMAC over the text as emitted, with a nonce, so the server
+  can verify a block it signed without keeping state (and a changed text fails).
+- usage: input tokens are split into ``input_tokens``, ``cache_creation_input_tokens`` and
+  ``cache_read_input_tokens``; ``CacheSimulator`` decides the split from ``cache_control``
+  breakpoints the way the prompt cache does (prefix up to a breakpoint; a later request
+  reads the longest prefix written before). Token counts are estimates (4 chars a token).
+- the response specs a test scripts (``Reply``, ``Fault``, ``Dropped``, ``StreamError``,
+  ``RawStream``) and ``build_message``, which turns a ``Reply`` into the response object
+  (stop sequences cut the text like the API does, thinking signed, usage filled in).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from react_bench.models.scripted import cut_at_stop
+from react_bench.types import ContentBlock, StopReason, TextBlock, ThinkingBlock, ToolUseBlock, Usage, block_to_dict
+
+_SECRET = b"react-bench local messages server"
+
+SseEvent = tuple[str, dict[str, Any]]
+
+
+def sign_thinking(text: str) -> str:
+    nonce = os.urandom(8)
+    digest = hmac.new(_SECRET, nonce + text.encode(), hashlib.sha256).digest()
+    return base64.b64encode(nonce + digest).decode()
+
+
+def signature_matches(signature: str, text: str) -> bool:
+    try:
+        raw = base64.b64decode(signature.encode(), validate=True)
+    except (ValueError, TypeError):
+        return False
+    nonce, digest = raw[:8], raw[8:]
+    expected = hmac.new(_SECRET, nonce + text.encode(), hashlib.sha256).digest()
+    return len(raw) == 40 and hmac.compare_digest(digest, expected)
+
+
+def estimate_tokens(value: Any) -> int:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return max(1, len(text) // 4)
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _usage_json(usage: Usage, output_tokens: int | None = None) -> dict[str, int]:
+    data = usage.to_dict()
+    if output_tokens is not None:
+        data["output_tokens"] = output_tokens
+    return data
+
+
+def stream_events(message: Mapping[str, Any], *, chunk: int = 4, json_chunk: int = 3) -> list[SseEvent]:
+    """The SSE events that stream ``message`` (a complete Messages API response object)."""
+    usage = Usage.from_dict(message["usage"])
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    start["usage"] = _usage_json(usage, output_tokens=1)
+    events: list[SseEvent] = [("message_start", {"type": "message_start", "message": start})]
+    if not message["content"]:
+        events.append(("ping", {"type": "ping"}))
+    for index, block in enumerate(message["content"]):
+        events.append(
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": _empty(block)})
+        )
+        if index == 0:
+            events.append(("ping", {"type": "ping"}))
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in _deltas(block, chunk, json_chunk)
+        )
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    delta = {"stop_reason": message["stop_reason"], "stop_sequence": message.get("stop_sequence")}
+    events.append(("message_delta", {"type": "message_delta", "delta": delta, "usage": _usage_json(usage)}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return events
+
+
+def _empty(block: Mapping[str, Any]) -> dict[str, Any]:
+    kind = block["type"]
+    if kind == "text":
+        return {"type": "text", "text": ""}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": "", "signature": ""}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+    if kind == "redacted_thinking":
+        return dict(block)
+    raise ValueError(f"the server cannot stream a {kind!r} block")
+
+
+def _deltas(block: Mapping[str, Any], chunk: int, json_chunk: int) -> list[dict[str, Any]]:
+    kind = block["type"]
+    if kind == "text":
+        return [{"type": "text_delta", "text": p} for p in _pieces(block["text"], chunk)]
+    if kind == "thinking":
+        out = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"], chunk)]
+        return out + [{"type": "signature_delta", "signature": block["signature"]}]
+    if kind == "tool_use":
+        # ASCII escapes make "é" six characters, so small fragments split inside escapes.
+        text = json.dumps(block["input"], ensure_ascii=True)
+        return [{"type": "input_json_delta", "partial_json": p} for p in ["", *_pieces(text, json_chunk)]]
+    return []
+
+
+def encode_sse(name: str, payload: Mapping[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def parse_sse(text: str) -> list[SseEvent]:
+    """Parse an SSE body into (event name, JSON payload) pairs (events without data skipped)."""
+    events: list[SseEvent] = []
+    name, data = "", []
+    for line in [*text.splitlines(), ""]:
+        if not line:
+            if data:
+                events.append((name or "message", json.loads("\n".join(data))))
+            name, data = "", []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+    return events
+
+
+class CacheSimulator:
+    """Prompt-cache bookkeeping: which part of a request's input is read, written, or plain.
+
+    The cacheable prefix is ordered tools, system, messages (block by block). A breakpoint is
+    a block with ``cache_control`` (or the last block, for a top-level ``cache_control``).
+    Each breakpoint writes its prefix; a request reads the longest prefix already written.
+    Prefixes shorter than ``min_tokens`` are not cached, as with the real API's minimum.
+    """
+
+    def __init__(self, min_tokens: int = 0) -> None:
+        self.min_tokens = min_tokens
+        self._written: set[str] = set()
+
+    def usage(self, body: Mapping[str, Any]) -> Usage:
+        segments = list(_segments(body))
+        tokens = [estimate_tokens(_strip_cc(s)) for s in segments]
+        hashes, running = [], hashlib.sha256(str(body.get("model")).encode())
+        for segment in segments:
+            running.update(json.dumps(_strip_cc(segment), sort_keys=True).encode())
+            hashes.append(running.copy().hexdigest())
+        marks = [i for i, s in enumerate(segments) if isinstance(s, Mapping) and s.get("cache_control")]
+        if body.get("cache_control") and segments:
+            marks.append(len(segments) - 1)
+        if not marks or sum(tokens[: max(marks) + 1]) < self.min_tokens:
+            return Usage(input_tokens=sum(tokens))
+        last = max(marks)
+        hit = max((i for i in range(last + 1) if hashes[i] in self._written), default=-1)
+        self._written.update(hashes[i] for i in marks)
+        return Usage(
+            input_tokens=sum(tokens[last + 1 :]),
+            cache_creation_input_tokens=sum(tokens[hit + 1 : last + 1]),
+            cache_read_input_tokens=sum(tokens[: hit + 1]),
+        )
+
+
+def _segments(body: Mapping[str, Any]) -> Iterable[Any]:
+    yield from body.get("tools") or []
+    system = body.get("system")
+    if isinstance(system, str):
+        yield system
+    elif system:
+        yield from system
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+        yield from ({"role": message.get("role"), **block} for block in blocks)  # the role is part of the prefix
+
+
+def _strip_cc(segment: Any) -> Any:
+    if isinstance(segment, Mapping):
+        return {k: v for k, v in segment.items() if k != "cache_control"}
+    return segment
+
+
+# ------------------------------------------- response specs (what a test scripts the server to answer)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model response. Thinking signatures are made by the server; tool ids may be empty."""
+
+    content: tuple[ContentBlock, ...]
+    stop_reason: StopReason | None = None  # None: tool_use if a tool is called, else end_turn
+    usage: Usage | None = None  # None: estimated, with the prompt-cache simulation
+
+    @staticmethod
+    def text(text: str) -> Reply:
+        return Reply((TextBlock(text),))
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An HTTP error answer (429 / 529 / 500 ...), in the API's error shape."""
+
+    status: int
+    error_type: str
+    message: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def rate_limited(retry_after_s: float = 0.01) -> Fault:
+        return Fault(429, "rate_limit_error", "Rate limited", {"retry-after": str(retry_after_s)})
+
+    @staticmethod
+    def overloaded(retry_after_ms: int | None = 5) -> Fault:
+        headers = {} if retry_after_ms is None else {"retry-after-ms": str(retry_after_ms)}
+        return Fault(529, "overloaded_error", "Overloaded", headers)
+
+    @staticmethod
+    def server_error() -> Fault:
+        return Fault(500, "api_error", "Internal server error", {"retry-after-ms": "5"})
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Stream ``after_events`` SSE events of ``reply``, then drop the connection."""
+
+    reply: Reply
+    after_events: int = 3
+
+
+@dataclass(frozen=True)
+class StreamError:
+    """Stream ``after_events`` SSE events of ``reply``, then an ``error`` event."""
+
+    reply: Reply
+    after_events: int = 3
+    error_type: str = "overloaded_error"
+    message: str = "Overloaded"
+
+
+@dataclass(frozen=True)
+class RawStream:
+    """SSE bytes replayed verbatim (a recorded stream)."""
+
+    body: bytes
+
+
+Spec = Reply | Fault | Dropped | StreamError | RawStream
+
+
+def build_message(reply: Reply, body: Mapping[str, Any], *, number: int, cache: CacheSimulator) -> dict[str, Any]:
+    """The complete response object for ``reply`` to ``body`` (stop sequences applied, thinking signed)."""
+    omitted = (body.get("thinking") or {}).get("display") == "omitted"
+    stops = [s for s in body.get("stop_sequences") or [] if isinstance(s, str) and s]
+    content: list[dict[str, Any]] = []
+    stop_reason, stop_sequence = reply.stop_reason, None
+    for k, block in enumerate(reply.content):
+        if isinstance(block, TextBlock):
+            text, hit = cut_at_stop(block.text, stops)
+            if text:
+                content.append({"type": "text", "text": text})
+            if hit is not None:
+                stop_reason, stop_sequence = StopReason.STOP_SEQUENCE, hit
+                break  # the model stops here: later blocks are never generated
+        elif isinstance(block, ThinkingBlock):
+            shown = "" if omitted else block.thinking  # display "omitted": empty text, still signed
+            content.append({"type": "thinking", "thinking": shown, "signature": sign_thinking(shown)})
+        elif isinstance(block, ToolUseBlock):
+            tool_id = block.id or f"toolu_local_{number:04d}_{k}"
+            content.append({"type": "tool_use", "id": tool_id, "name": block.name, "input": dict(block.input)})
+        else:
+            content.append(block_to_dict(block))
+    if stop_reason is None:
+        has_tool = any(b["type"] == "tool_use" for b in content)
+        stop_reason = StopReason.TOOL_USE if has_tool else StopReason.END_TURN
+    usage = reply.usage
+    if usage is None:
+        output = sum(estimate_tokens(b) for b in content) if content else 1
+        usage = Usage(**{**cache.usage(body).to_dict(), "output_tokens": output})
+    return {
+        "id": f"msg_local_{number:04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": content,
+        "stop_reason": stop_reason.value,
+        "stop_sequence": stop_sequence,
+        "usage": usage.to_dict(),
+    }
