@@ -20,14 +20,15 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import capabilities_to_dict, make_model
-from react_bench.models.base import ConfigError, ModelClient, ModelRequest, adapt_request
+from react_bench.models.base import ConfigError, ModelClient, ModelRequest, ToolSpec, adapt_request
+from react_bench.types import Message
 from react_bench.models.replay import RecordingModel, cassette_line, example_scope
 from react_bench.modes import Outcome, Solver, SolveSettings
 from react_bench.prompts import load_prompt
@@ -63,15 +64,32 @@ def _safe(name: str) -> str:
 
 
 def not_applied_settings(model: ModelClient, s: SolveSettings) -> list[str]:
-    """Protocol settings this model will not take (recorded, never silently assumed)."""
-    probes = [ModelRequest(temperature=s.temperature)]
+    """Protocol settings this model will not take (recorded, never silently assumed).
+
+    Probes the run's kinds of request through the client's own ``plan`` where it has one
+    (it knows provider rules beyond the capability table), else through ``adapt_request``.
+    """
+    probe = ModelRequest(messages=(Message.user("probe"),), max_tokens=s.max_tokens)
+    probes = [replace(probe, temperature=s.temperature)]
     if s.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
-        probes.append(ModelRequest(temperature=s.cot_sc_temperature))
-    if s.thinking is not None:
-        probes.append(ModelRequest(thinking=s.thinking))
+        probes.append(replace(probe, temperature=s.cot_sc_temperature, sample_index=0))
+    if s.runner == "tool_use" and s.mode not in ("standard", "cot", "cot_sc"):
+        act = s.mode == "act"
+        probes.append(
+            replace(
+                probe,
+                tools=(ToolSpec("search", "probe", {"type": "object", "properties": {}}),),
+                tool_choice="any" if act else "auto",
+                thinking=None if act else s.thinking,
+                temperature=None if s.thinking is not None and not act else s.temperature,
+                max_tokens=s.tool_max_tokens,
+            )
+        )
+    plan = getattr(model, "plan", None)
     dropped: list[str] = []
-    for probe in probes:
-        dropped += [d for d in adapt_request(probe, model.capabilities)[1] if d not in dropped]
+    for request in probes:
+        lost = plan(request).not_applied if plan is not None else adapt_request(request, model.capabilities)[1]
+        dropped += [d for d in lost if d not in dropped]
     return dropped
 
 

@@ -43,9 +43,9 @@ def make_model(config: Mapping[str, Any]) -> ModelClient:
 
         return AnthropicClient(typed_config(AnthropicConfig, values))
     if provider == "openai":
-        from react_bench.models.openai_compat import OpenAICompatClient, OpenAICompatConfig
+        from react_bench.models.openai_compat import OpenAICompatClient, OpenAIConfig
 
-        return OpenAICompatClient(typed_config(OpenAICompatConfig, values))
+        return OpenAICompatClient(typed_config(OpenAIConfig, values))
     if provider == "replay":
         from react_bench.models.replay import ReplayModel
 

@@ -1,0 +1,85 @@
+"""Every config group file composes into a valid RunConfig and a valid provider config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from react_bench.models import META_KEYS, typed_config
+from react_bench.models.base import ConfigError
+from react_bench.runconfig import RunConfig
+from react_bench.wiki import WikiConfig
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def options(group: str) -> list[str]:
+    return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+
+
+def composed(*overrides: str) -> dict:
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("group", ["task", "mode", "runner", "model", "wiki"])
+def test_every_option_of_every_group_composes(group):
+    assert options(group), f"configs/{group}/ is empty"
+    for option in options(group):
+        cfg = composed(f"{group}={option}")
+        run = RunConfig.from_mapping(cfg)
+        assert run.task in ("hotpotqa", "fever")
+        WikiConfig.from_mapping(cfg["wiki"])
+
+
+def provider_config_class(provider: str):
+    if provider == "anthropic":
+        from react_bench.models.anthropic import AnthropicConfig
+
+        return AnthropicConfig
+    if provider == "local":
+        from react_bench.models.local import LocalConfig
+
+        return LocalConfig
+    if provider == "openai":
+        from react_bench.models.openai_compat import OpenAIConfig
+
+        return OpenAIConfig
+    return None
+
+
+@pytest.mark.parametrize("option", options("model"))
+def test_every_model_config_has_only_known_keys(option):
+    model = composed(f"model={option}")["model"]
+    cls = provider_config_class(model["provider"])
+    if cls is not None:
+        typed_config(cls, {k: v for k, v in model.items() if k not in META_KEYS})
+
+
+def test_defaults_are_the_offline_main_job():
+    run = RunConfig.from_mapping(composed())
+    assert (run.task, run.solve.mode, run.solve.runner, run.model["provider"], run.wiki["backend"]) == (
+        "hotpotqa", "react", "text", "local", "local",
+    )
+    assert (run.solve.parser, run.solve.loop.max_steps, run.solve.loop.on_limit) == ("paper", 7, "give_up")
+    assert (run.solve.temperature, run.solve.max_tokens, run.solve.cot_sc_samples) == (0.0, 100, 21)
+
+
+def test_paper_protocol_refuses_deviations_and_custom_allows_them():
+    with pytest.raises(ConfigError, match="protocol=paper fixes parser"):
+        RunConfig.from_mapping(composed("parser=robust"))
+    run = RunConfig.from_mapping(composed("protocol=custom", "max_steps=10", "on_limit=wrap_up"))
+    assert (run.solve.parser, run.solve.loop.max_steps, run.solve.loop.on_limit) == ("robust", 10, "wrap_up")
+    with pytest.raises(ValueError, match="on_limit"):
+        RunConfig.from_mapping(composed("protocol=custom", "on_limit=retry"))
+
+
+def test_unknown_model_keys_are_named():
+    from react_bench.models.anthropic import AnthropicConfig
+
+    with pytest.raises(ConfigError, match=r"unknown AnthropicConfig setting\(s\) \['temprature'\]"):
+        typed_config(AnthropicConfig, {"name": "claude-sonnet-5-5", "temprature": 0})

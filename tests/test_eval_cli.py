@@ -1,0 +1,81 @@
+"""``scripts/eval.py`` from the command line: a scripted run, its replay, resume, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def eval_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
+        cwd=cwd, capture_output=True, text=True, timeout=300,
+    )
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "examples.jsonl").read_text().splitlines()]
+
+
+def run_dir_of(output: str) -> Path:
+    line = next(line for line in output.splitlines() if line.startswith("results: "))
+    return Path(line.split()[1])
+
+
+def test_scripted_run_then_replay_gives_identical_predictions(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([
+        " First the director.\nAction 1: Search[Scott Derrickson]",
+        " He is American.\nAction 2: Finish[yes]",
+        " I am not sure what to do",  # the paper's re-ask follows
+        " Search[Ed Wood]\nand more",
+        " Done.\nAction 2: Finish[no]",
+    ]))
+    common = ["task=hotpotqa", "mode=react", "runner=text", f"results_dir={tmp_path / 'results'}", "n=2"]
+    first = eval_py(*common, "model=scripted", f"model.script={script}", "run_id=rec")
+    assert first.returncode == 0, first.stderr
+    recorded_dir = run_dir_of(first.stdout)
+    assert recorded_dir == tmp_path / "results" / "hotpotqa" / "scripted" / "react-text" / "rec"
+    for name in ("run.json", "examples.jsonl", "calls.jsonl", "metrics.json"):
+        assert (recorded_dir / name).is_file(), name
+    assert "em" in first.stdout and "paper (PaLM-540B)" in first.stdout
+
+    second = eval_py(*common, "model=replay", f"model.cassette={recorded_dir / 'calls.jsonl'}", "run_id=rep")
+    assert second.returncode == 0, second.stderr
+    a, b = records(recorded_dir), records(run_dir_of(second.stdout))
+    assert [(r["id"], r["prediction"]) for r in a] == [(r["id"], r["prediction"]) for r in b]
+    assert [r["prediction"] for r in a] == ["yes", "no"]
+    assert [r["bad_calls"] for r in b] == [0, 1]
+    assert json.loads((recorded_dir / "metrics.json").read_text())["em"] == json.loads(
+        (run_dir_of(second.stdout) / "metrics.json").read_text()
+    )["em"]
+
+    again = eval_py(*common, "model=replay", f"model.cassette={recorded_dir / 'calls.jsonl'}", "run_id=rep", "resume=true")
+    assert again.returncode == 0, again.stderr
+    assert "(0 new example(s)" in again.stdout
+    assert len(records(run_dir_of(again.stdout))) == 2
+
+
+def test_settings_errors_are_one_clear_line(tmp_path):
+    result = eval_py("parser=robust", f"results_dir={tmp_path}")
+    assert result.returncode == 2
+    assert "error: protocol=paper fixes parser='paper'" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = eval_py("model=replay", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "model.cassette" in result.stderr
+
+
+def test_missing_api_key_is_reported_before_any_request(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), "model=claude-sonnet-5-5", "model.api_key_env=RB_TEST_NO_SUCH_KEY",
+         "n=1", f"results_dir={tmp_path}", "progress=false"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+        env={k: v for k, v in __import__("os").environ.items() if k != "RB_TEST_NO_SUCH_KEY"},
+    )
+    assert result.returncode == 2
+    assert "RB_TEST_NO_SUCH_KEY" in result.stderr
+    assert not list(tmp_path.rglob("examples.jsonl"))
