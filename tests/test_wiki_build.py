@@ -108,3 +108,24 @@ async def test_every_gold_supporting_title_of_the_685_questions_is_found(
                 assert obs.text == page_observation(paragraphs[title])
             checked += 1
     assert checked >= 2 * 685
+
+
+def test_small_batches_index_every_page_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build, "BATCH", 3)
+    src = tmp_path / "p.jsonl"
+    rows = [(f"Page {i % 7}", f"Page {i % 7} holds the word w{i}x.") for i in range(20)]  # 13 duplicates
+    src.write_text("".join(json.dumps({"title": t, "text": x}) + "\n" for t, x in rows))
+    stats = build_from_jsonl(src, tmp_path / "w.sqlite")
+    wiki = LocalWiki(stats.path)
+    assert (stats.pages, stats.duplicates) == (7, 13)
+    for i in range(7):  # each page's first text is indexed, once; later duplicates are not
+        assert wiki.similar(f"w{i}x") == [f"Page {i}"]
+    assert wiki.similar("w7x") == []
+
+
+def test_a_bad_input_line_fails_the_build_and_leaves_nothing(tmp_path: Path) -> None:
+    src = tmp_path / "p.jsonl"
+    src.write_text(json.dumps({"title": "A", "text": "a."}) + "\n{not json\n")
+    with pytest.raises(json.JSONDecodeError):
+        build_from_jsonl(src, tmp_path / "w.sqlite")
+    assert list(tmp_path.iterdir()) == [src]

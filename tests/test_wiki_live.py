@@ -11,7 +11,7 @@ import wikipedia.wikipedia as wikipedia_module
 
 from react_bench.loop import Observation
 from react_bench.testing.mediawiki_server import MediaWikiStandIn
-from react_bench.wiki.env import WikiEnv
+from react_bench.wiki.env import NotFound, WikiEnv
 from react_bench.wiki.live import DEFAULT_USER_AGENT, LiveSettings, LiveWiki, ReplayMiss, page_text
 from react_bench.wiki.store import ObservationStore
 
@@ -79,7 +79,7 @@ async def test_live_episode_then_identical_replay_with_the_stand_in_stopped(
         "The eastern sector extends into the Flat Plains. Its rocks are old.."
     )
     assert texts[1] == "(Result 1 / 1) The eastern sector extends into the Flat Plains."
-    assert texts[2] == "Could not find Flat Plains. Similar: ['Flat Plains (Testland)', 'Flat Plains (Elsewhere)']."
+    assert texts[2] == "Could not find [Flat Plains]. Similar: ['Flat Plains (Testland)', 'Flat Plains (Elsewhere)']."
     assert texts[3] == "The Flat Plains are a region of Testland. They rise from 500 to 900 m.."
     assert texts[4].startswith("Could not find Zyx Plains. Similar: [") and "'Plains Museum'" in texts[4]
     assert recorded[5].is_error and "timed out" in texts[5] and "Slow Page" in texts[5]
@@ -149,3 +149,11 @@ def test_modes_and_stores_are_checked(tmp_path: Path) -> None:
     assert read_only.get("b", "search", "x") == {"kind": "not_found", "similar": []}
     with pytest.raises(PermissionError):
         read_only.put("b", "search", "y", {})
+
+
+async def test_odd_strings_are_answered_and_recorded(stand_in: MediaWikiStandIn, tmp_path: Path) -> None:
+    wiki = LiveWiki("record", ObservationStore(tmp_path / "s.sqlite"), FAST)
+    for query in ["", "   ", "\ud800Plains", "Plains " * 500, "'; DROP TABLE observations; --"]:
+        outcome = wiki.search(query)
+        assert isinstance(outcome, NotFound), query
+    assert len(wiki.store) == 5

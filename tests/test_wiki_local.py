@@ -119,6 +119,7 @@ HOSTILE = [
     "",
     "   ",
     "\x00alpha",
+    "\ud800alpha ridge",  # a lone surrogate, as json.loads gives for "\\ud800"
     "'; DROP TABLE pages; --",
     "🙂 ridge",
     "x" * 100_000,

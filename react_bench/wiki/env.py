@@ -9,7 +9,10 @@ prompts work unchanged:
   original does exactly that, and the paper's models saw it.)
 - ``search[entity]`` found: the first 5 sentences joined by one space; the lookup cursor is
   reset. Not found: ``Could not find {entity}. Similar: ['A', 'B'].`` (Python list repr,
-  at most 5 titles); the current page and cursor stay as they were.
+  at most 5 titles); the current page and cursor stay as they were. A disambiguation page
+  (live Wikipedia) reads ``Could not find [{entity}]. Similar: [...]``: the original
+  searched again for ``[entity]`` and reported that string (with that search's results;
+  ours lists the disambiguation page's first options).
 - ``lookup[keyword]``: the sentences of the current page that contain the keyword
   (case-insensitive), one per call, ``(Result {k} / {n}) {sentence}``, then
   ``No more results.\\n``. The cursor restarts only when the keyword string changes.
@@ -59,6 +62,9 @@ class PageFound:
 @dataclass(frozen=True)
 class NotFound:
     similar: tuple[str, ...]
+    # The entity named a disambiguation page. The original then searched "[entity]" and so
+    # reported "Could not find [entity]. ..."; the observation keeps those brackets.
+    disambiguation: bool = False
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,8 @@ def outcome_to_dict(outcome: SearchOutcome) -> dict[str, Any]:
     match outcome:
         case PageFound(page):
             return {"kind": "page", "title": page.title, "text": page.text}
-        case NotFound(similar):
-            return {"kind": "not_found", "similar": list(similar)}
+        case NotFound(similar, disambiguation):
+            return {"kind": "not_found", "similar": list(similar), "disambiguation": disambiguation}
         case SearchFailed(message):
             return {"kind": "failed", "message": message}
         case _:
@@ -94,7 +100,7 @@ def outcome_from_dict(data: Mapping[str, Any]) -> SearchOutcome:
     if kind == "page":
         return PageFound(Page(data["title"], data["text"]))
     if kind == "not_found":
-        return NotFound(tuple(data["similar"]))
+        return NotFound(tuple(data["similar"]), bool(data.get("disambiguation", False)))
     if kind == "failed":
         return SearchFailed(data["message"])
     raise ValueError(f"unknown search outcome kind {kind!r}")
@@ -215,8 +221,8 @@ class WikiEnv:
                 self._lookup_results = []
                 self._lookup_next = 0
                 return Observation(page_observation(page.text))
-            case NotFound(similar):
-                return Observation(not_found_observation(entity, similar))
+            case NotFound(similar, disambiguation):
+                return Observation(not_found_observation(f"[{entity}]" if disambiguation else entity, similar))
             case SearchFailed(message):
                 return Observation(f"Search failed for {entity}: {message}", is_error=True)
             case _:

@@ -2,7 +2,8 @@
 
 ``search(entity)``: ``wikipedia.page(entity, auto_suggest=False)`` (the package's
 auto-suggest rewrites correct titles into wrong ones); a disambiguation page becomes the
-Similar list (its first options); a missing page becomes the API's search results for the
+Similar list (its first options; the observation shows ``[entity]`` as the original's
+did, see ``env.py``); a missing page becomes the API's search results for the
 entity (what the original's Wikipedia search page listed); a page's text is its plain-text
 extract without section headings and without lines of two words or fewer (the original kept
 only ``<p>``/``<ul>`` texts of more than two words). Network failures that outlast the
@@ -134,6 +135,11 @@ def _install_transport() -> None:
             wikipedia_module.requests = _Transport()
 
 
+def _utf8(text: str) -> str:
+    """Lone surrogates (possible in JSON tool arguments) cannot be sent or stored as UTF-8."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 _HEADING_RE = re.compile(r"^=+.*=+$")
 
 
@@ -170,6 +176,7 @@ class LiveWiki:
             _install_transport()
 
     def search(self, entity: str) -> SearchOutcome:
+        entity = _utf8(entity)
         return outcome_from_dict(self._through_store("search", entity, lambda: outcome_to_dict(self._fetch(entity))))
 
     def lookup_title(self, title: str) -> Page | None:
@@ -179,6 +186,8 @@ class LiveWiki:
         return outcome.page if isinstance(outcome, PageFound) else None
 
     def similar(self, query: str, k: int = MAX_SIMILAR) -> list[str]:
+        query = _utf8(query)
+
         def fetch() -> dict[str, Any]:
             return {"titles": self._with_settings(lambda: _search_titles(query, results=k)) if query.strip() else []}
 
@@ -224,7 +233,7 @@ class LiveWiki:
             return PageFound(Page(page.title, page_text(page.content)))
         except wikipedia.DisambiguationError as exc:
             options = list(dict.fromkeys(o for o in exc.options if o))
-            return NotFound(tuple(options[:MAX_SIMILAR]))
+            return NotFound(tuple(options[:MAX_SIMILAR]), disambiguation=True)
         except wikipedia.PageError:
             return NotFound(tuple(_search_titles(entity, results=MAX_SIMILAR)[:MAX_SIMILAR]))
 

@@ -23,7 +23,7 @@ nothing, never operators. Two bounds keep the cost flat on large corpora:
   counted only up to the budget (a capped walk of the token's posting list; fts5vocab
   would walk all of it). The tokens left out are the most common ones, whose BM25 weight
   is the smallest (near zero, or clamped to 1e-6 by FTS5, once a token is in half the
-  pages): "the", "of", "film" on the HotpotQA wiki. When even the rarest token is over
+  pages): "the", "of", "film" on the HotpotQA wiki. Counts are cached per token. When even the rarest token is over
   budget (a query of only very common words), the pages that contain all tokens (else the
   rarest one) are listed unranked, in page order.
 
@@ -33,6 +33,7 @@ running in ``asyncio.to_thread`` read in parallel.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 import threading
@@ -62,6 +63,8 @@ _WORD_RE = re.compile(r"[^\W_]+")
 
 def normalize_title(title: str) -> str:
     """Display form: FEVER bracket tokens restored, underscores as spaces, spaces folded."""
+    # Lone surrogates (possible in JSON tool arguments) cannot be stored or bound as UTF-8.
+    title = title.encode("utf-8", "replace").decode("utf-8")
     title = _FEVER_TOKEN_RE.sub(lambda m: _FEVER_TOKENS[m.group(0)], title)
     return _SPACES_RE.sub(" ", title.replace("_", " ")).strip()
 
@@ -104,6 +107,9 @@ class LocalWiki:
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._opened_lock = threading.Lock()
+        # The file is read-only, so a token's page count never changes; common tokens ("the",
+        # "of") recur in nearly every query. lru_cache is thread-safe.
+        self._count = functools.lru_cache(maxsize=1 << 16)(self._capped_count)
         version = self._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
         if version is None or version[0] != FORMAT_VERSION:
             raise ValueError(f"{self.path} is not a {FORMAT_VERSION} wiki (found {version}); rebuild it")
@@ -141,7 +147,7 @@ class LocalWiki:
         if not tokens or k <= 0:
             return []
         conn = self._conn()
-        counts = {t: self._capped_count(conn, t) for t in tokens}
+        counts = {t: self._count(t, POSTINGS_BUDGET + 1) for t in tokens}
         present = sorted((t for t in tokens if counts[t]), key=lambda t: counts[t])  # stable: ties keep query order
         if not present:
             return []
@@ -161,11 +167,10 @@ class LocalWiki:
             ids = self._unranked(conn, present, k)
         return [self._title(conn, row[0]) for row in ids]
 
-    @staticmethod
-    def _capped_count(conn: sqlite3.Connection, token: str) -> int:
-        """Pages containing ``token``, counted up to ``POSTINGS_BUDGET + 1`` (the walk stops there)."""
+    def _capped_count(self, token: str, cap: int) -> int:
+        """Pages containing ``token``, counted up to ``cap`` (the walk of its postings stops there)."""
         sql = "SELECT count(*) FROM (SELECT 1 FROM pages_fts WHERE pages_fts MATCH ? LIMIT ?)"
-        return conn.execute(sql, (_literal(token), POSTINGS_BUDGET + 1)).fetchone()[0]
+        return self._conn().execute(sql, (_literal(token), cap)).fetchone()[0]
 
     @staticmethod
     def _unranked(conn: sqlite3.Connection, tokens: list[str], k: int) -> list[tuple[int]]:
