@@ -182,6 +182,20 @@ async def test_env_over_the_local_wiki(wiki: LocalWiki) -> None:
     assert obs.text == "Alpha Ridge is a mountain range. It lies near the coast.."
 
 
+def test_this_python_has_fts5_and_a_missing_fts5_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    local.require_fts5()
+    connect = sqlite3.connect
+
+    def no_fts5(_: str) -> sqlite3.Connection:
+        conn = connect(":memory:")
+        conn.execute("CREATE VIRTUAL TABLE v USING no_such_module(x)")  # raises like a build without FTS5
+        return conn
+
+    monkeypatch.setattr(local.sqlite3, "connect", no_fts5)
+    with pytest.raises(RuntimeError, match="no FTS5"):
+        local.require_fts5()
+
+
 def test_a_missing_or_foreign_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         LocalWiki(tmp_path / "none.sqlite")

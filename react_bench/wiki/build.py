@@ -40,7 +40,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from react_bench.wiki.local import FORMAT_VERSION, normalize_title, title_key
+from react_bench.wiki.local import FORMAT_VERSION, normalize_title, require_fts5, title_key
 
 BATCH = 5_000
 _READ_CHUNK = 1 << 20
@@ -160,6 +160,7 @@ def _iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 def build_wiki(pages: Iterable[tuple[str, str]], out: Path, *, source: str = "", progress: bool = False) -> BuildStats:
     """Write pages (display title, text) into a new wiki file at ``out`` (replaced atomically)."""
+    require_fts5()
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")

@@ -91,6 +91,17 @@ def query_tokens(query: str) -> list[str]:
     return list(seen)
 
 
+def require_fts5() -> None:
+    """Fail clearly when Python's sqlite3 was built without FTS5 (the local wiki needs it)."""
+    try:
+        sqlite3.connect(":memory:").execute("CREATE VIRTUAL TABLE probe USING fts5(x)")
+    except sqlite3.OperationalError as exc:
+        raise RuntimeError(
+            f"this Python's sqlite3 (SQLite {sqlite3.sqlite_version}) has no FTS5, which the local wiki "
+            "needs; use a Python whose SQLite is built with FTS5 (e.g. python.org or distro builds)"
+        ) from exc
+
+
 def _literal(token: str) -> str:
     """An FTS5 string literal: whatever is inside double quotes is text, never syntax."""
     return '"' + token.replace('"', '""') + '"'
