@@ -97,8 +97,26 @@ async def replay(model: LocalModel, prompts: list[str]) -> tuple[list[str], list
     return [text for text, _ in done], [row for _, row in done]
 
 
+def middle(values: list) -> float:
+    """The median; of counts, one that was seen (they are the same in every run anyway)."""
+    if all(isinstance(v, int) for v in values):
+        return statistics.median_low(values)
+    return round(statistics.median(values), 3)
+
+
 def medians(runs: list[list[dict]]) -> list[dict]:
-    return [{key: statistics.median(run[i][key] for run in runs) for key in runs[0][i]} for i in range(STEPS)]
+    return [{key: middle([run[i][key] for run in runs]) for key in runs[0][i]} for i in range(STEPS)]
+
+
+def aggregate(result: dict) -> dict:
+    """Per-step medians and the summary, from the raw runs (also used by --render)."""
+    with_reuse, without = medians(result["runs"]["kv_reuse"]), medians(result["runs"]["no_reuse"])
+    result["episode"] |= {"first_prompt_tokens": with_reuse[0]["prompt_tokens"],
+                          "last_prompt_tokens": with_reuse[-1]["prompt_tokens"]}  # fmt: skip
+    result["summary"] = {mode: {key: middle([summary(run)[key] for run in runs]) for key in summary(runs[0])}
+                         for mode, runs in result["runs"].items()}  # fmt: skip
+    result["steps_median"] = {"kv_reuse": with_reuse, "no_reuse": without}
+    return result
 
 
 def summary(steps: list[dict]) -> dict[str, float]:
@@ -131,47 +149,44 @@ async def bench(args: argparse.Namespace) -> dict:
         reuse_runs.append(rows)
         fresh_runs.append(fresh_rows)
         same_outputs = same_outputs and texts == fresh_texts
-    with_reuse, without = medians(reuse_runs), medians(fresh_runs)
     engine = reuse.engine
-    return {
-        "machine": {
-            "cpu": platform.processor() or platform.machine(),
-            "cores": os.cpu_count(),
-            "load_average_1m": [load_avg_start[0], os.getloadavg()[0]],
-        },
-        "model": {
-            "name": args.model,
-            "file": Path(engine.path).name,
-            "size_mb": round(Path(engine.path).stat().st_size / 2**20, 1),
-            "load_seconds": round(load_seconds, 3),
-        },
-        "settings": {
-            "n_ctx": reuse.config.n_ctx,
-            "n_threads": reuse.config.n_threads or os.cpu_count(),
-            "n_threads_batch": reuse.config.n_threads_batch or os.cpu_count(),
-            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
-            "flash_attn": reuse.config.flash_attn,
-            "max_tokens": 100,
-            "temperature": 0.0,
-            "llama_cpp_python": _llama_version(),
-            "repeats": args.repeats,
-        },
-        "episode": {
-            "prompt_source": source,
-            "steps": STEPS,
-            "first_prompt_tokens": with_reuse[0]["prompt_tokens"],
-            "last_prompt_tokens": with_reuse[-1]["prompt_tokens"],
-        },
-        "same_outputs_both_modes": same_outputs,  # greedy text identical with and without reuse
-        "memory_mb": {
-            "rss_before_load": round(rss_before, 1),
-            "rss_end": round(rss_mb(), 1),
-            "peak_rss": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        },
-        "summary": {"kv_reuse": summary(with_reuse), "no_reuse": summary(without)},
-        "steps_median": {"kv_reuse": with_reuse, "no_reuse": without},
-        "runs": {"kv_reuse": reuse_runs, "no_reuse": fresh_runs},
-    }
+    return aggregate(
+        {
+            "machine": {
+                "cpu": platform.processor() or platform.machine(),
+                "cores": os.cpu_count(),
+                "load_average_1m": [round(load_avg_start[0], 2), round(os.getloadavg()[0], 2)],
+            },
+            "model": {
+                "name": args.model,
+                "file": Path(engine.path).name,
+                "size_mb": round(Path(engine.path).stat().st_size / 2**20, 1),
+                "load_seconds": round(load_seconds, 3),
+            },
+            "settings": {
+                "n_ctx": reuse.config.n_ctx,
+                "n_threads": reuse.config.n_threads or os.cpu_count(),
+                "n_threads_batch": reuse.config.n_threads_batch or os.cpu_count(),
+                "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+                "flash_attn": reuse.config.flash_attn,
+                "max_tokens": 100,
+                "temperature": 0.0,
+                "llama_cpp_python": _llama_version(),
+                "repeats": args.repeats,
+            },
+            "episode": {
+                "prompt_source": source,
+                "steps": STEPS,
+            },
+            "same_outputs_both_modes": same_outputs,  # greedy text identical with and without reuse
+            "memory_mb": {
+                "rss_before_load": round(rss_before, 1),
+                "rss_end": round(rss_mb(), 1),
+                "peak_rss": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            },
+            "runs": {"kv_reuse": reuse_runs, "no_reuse": fresh_runs},
+        }
+    )
 
 
 def _llama_version() -> str:
@@ -231,8 +246,12 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "bench")
+    parser.add_argument("--render", action="store_true", help="only rebuild local.md from --out/local.json's runs")
     args = parser.parse_args()
-    result = asyncio.run(bench(args))
+    if args.render:
+        result = aggregate(json.loads((args.out / "local.json").read_text()))
+    else:
+        result = asyncio.run(bench(args))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "local.json").write_text(json.dumps(result, indent=1) + "\n")
     (args.out / "local.md").write_text(markdown(result))
