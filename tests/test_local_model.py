@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.events import TextDelta
 from react_bench.models import local as local_module
 from react_bench.models.base import ConfigError, ModelRequest, ToolSpec, generate
 from react_bench.models.local import LocalConfig, LocalModel
@@ -124,6 +125,18 @@ async def test_concurrent_calls_are_serialised_and_each_gets_its_own_answer(mode
     alone = [await generate(model, greedy(p, stop=("\n",), max_tokens=15)) for p in prompts]
     together = await asyncio.gather(*(generate(model, greedy(p, stop=("\n",), max_tokens=15)) for p in prompts))
     assert [r.content for r in together] == [r.content for r in alone]
+
+
+async def test_a_stream_abandoned_midway_leaves_the_model_usable(model: LocalModel) -> None:
+    request = greedy("Question: Who wrote Hamlet?\nThought 1:", max_tokens=100)
+    expected = await generate(model, request)
+    stream = model.stream(request)
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            break
+    await stream.aclose()
+    after = await asyncio.wait_for(generate(model, request), timeout=60)
+    assert (after.content, after.stop_reason) == (expected.content, expected.stop_reason)
 
 
 async def test_chat_uses_the_models_template_and_continues_a_prefill(model: LocalModel) -> None:

@@ -43,13 +43,14 @@ Decisions a next engineer needs:
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
@@ -86,15 +87,6 @@ class LocalConfig:
     chat_format: str | None = None  # None: the GGUF's own template (plain transcript if none); "plain"
     kv_reuse: bool = True
     seed: int = 0
-
-    @staticmethod
-    def from_mapping(data: Mapping[str, Any]) -> LocalConfig:
-        """From a flat config mapping; ``provider`` is the selector's key, not ours."""
-        known = {f.name for f in fields(LocalConfig)}
-        unknown = set(data) - known - {"provider"}
-        if unknown:
-            raise ConfigError(f"unknown local model settings: {sorted(unknown)}")
-        return LocalConfig(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -184,6 +176,17 @@ class _Engine:
 
 _ENGINES: dict[tuple[Any, ...], _Engine] = {}
 _ENGINES_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_engines() -> None:
+    # Free the models while llama_cpp still exists: Llama.__del__ at interpreter teardown
+    # finds its C functions already gone and prints a TypeError.
+    with _ENGINES_LOCK:
+        for engine in _ENGINES.values():
+            engine.executor.shutdown(wait=True, cancel_futures=True)
+            engine.llama.close()
+        _ENGINES.clear()
 
 
 def load_engine(config: LocalConfig) -> _Engine:

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
@@ -60,14 +60,6 @@ class OpenAIConfig:
     seed: int = 0
     timeout_s: float = 120.0
     max_retries: int = 2
-
-    @staticmethod
-    def from_mapping(data: Mapping[str, Any]) -> OpenAIConfig:
-        known = {f.name for f in fields(OpenAIConfig)}
-        unknown = set(data) - known - {"provider"}
-        if unknown:
-            raise ConfigError(f"unknown openai model settings: {sorted(unknown)}")
-        return OpenAIConfig(**{k: v for k, v in data.items() if k in known})
 
 
 class OpenAICompatClient:
