@@ -10,6 +10,7 @@ import importlib.metadata
 import importlib.util
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import pytest
 from react_bench.events import TextDelta
 from react_bench.models import local as local_module
 from react_bench.models.base import ConfigError, ModelRequest, ToolSpec, generate
+from react_bench.models.collector import collect
 from react_bench.models.local import LocalConfig, LocalModel
 from react_bench.models.local_chat import parse_tool_call, render_chat
 from react_bench.models.local_files import GEMMA_SHA256, resolve_model_path
@@ -160,6 +162,26 @@ async def test_chat_with_tools_runs_the_prompt_protocol(model: LocalModel) -> No
     # The 135M model may answer or call a tool; either way the turn is well formed.
     assert response.stop_reason in (StopReason.END_TURN, StopReason.TOOL_USE, StopReason.MAX_TOKENS)
     assert response.content and all(isinstance(b, (TextBlock, ToolUseBlock)) for b in response.content)
+
+
+@pytest.mark.parametrize(
+    ("tool_text", "expected", "reason"),
+    [
+        ('{"name": "search", "arguments": {"entity": "Microsoft"}}</tool_call>',
+         (TextBlock("Let me search. "), ToolUseBlock("*", "search", {"entity": "Microsoft"})), StopReason.TOOL_USE),
+        ("search[Microsoft]", (TextBlock("Let me search. <tool_call>search[Microsoft]"),), StopReason.MAX_TOKENS),
+    ],
+)  # fmt: skip
+async def test_what_follows_tool_call_becomes_a_tool_use_block_or_stays_text(
+    model: LocalModel, tool_text: str, expected: tuple[object, ...], reason: StopReason
+) -> None:
+    queue: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+    queue.put_nowait(("text", "Let me search. "))
+    stats = local_module.CallStats(30, 0, 12, 0.1, 0.2)
+    queue.put_nowait(("done", local_module._Outcome(finish="length", tool_text=tool_text, stats=stats)))
+    response = collect([event async for event in model._events(queue)])
+    content = tuple(replace(b, id="*") if isinstance(b, ToolUseBlock) else b for b in response.content)
+    assert (content, response.stop_reason) == (expected, reason)
 
 
 def test_the_chat_prompt_carries_tools_calls_and_results_in_the_template() -> None:
