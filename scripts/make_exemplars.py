@@ -89,15 +89,25 @@ HOTPOT_PLANS: tuple[Plan, ...] = (
         "5adffc93554299025d62a39f",  # Teri W. Odom: the key sentence is past the first five
         "Teri W. Odom is on the editorial advisory board of ACS Nano, among other journals. "
         "ACS Nano was first published in 2007, by the American Chemical Society.",
-        ("Two facts are needed: the journal Teri W. Odom is a member of, and who first published it in "
-         "2007. I will start with her page.", "Search[Teri W. Odom]"),
-        ("The opening sentences name no journal. I can look for the word journal further down her page.",
-         "Lookup[journal]"),
-        ("She is on the editorial advisory boards of ACS Nano, Chemical Physics Letters, Journal of Physical "
-         "Chemistry and Nano Letters. I need the one that started in 2007; ACS Nano is the first to check.",
-         "Search[ACS Nano]"),
-        ("ACS Nano was first published in August 2007 by the American Chemical Society. That is the "
-         "publisher asked for.", "Finish[American Chemical Society]"),
+        (
+            "Two facts are needed: the journal Teri W. Odom is a member of, and who first published it in "
+            "2007. I will start with her page.",
+            "Search[Teri W. Odom]",
+        ),
+        (
+            "The opening sentences name no journal. I can look for the word journal further down her page.",
+            "Lookup[journal]",
+        ),
+        (
+            "She is on the editorial advisory boards of ACS Nano, Chemical Physics Letters, Journal of Physical "
+            "Chemistry and Nano Letters. I need the one that started in 2007; ACS Nano is the first to check.",
+            "Search[ACS Nano]",
+        ),
+        (
+            "ACS Nano was first published in August 2007 by the American Chemical Society. That is the "
+            "publisher asked for.",
+            "Finish[American Chemical Society]",
+        ),
     ),
     plan(
         "5a77bd595542995d83181291",  # Clijsters / Pierce: comparison of dates
@@ -105,41 +115,60 @@ HOTPOT_PLANS: tuple[Plan, ...] = (
         "eight years earlier, so she is the older one.",
         ("To tell who is older I need both birth dates. First Kim Clijsters.", "Search[Kim Clijsters]"),
         ("Kim Clijsters was born on 8 June 1983. Now Mary Pierce.", "Search[Mary Pierce]"),
-        ("Mary Pierce was born on 15 January 1975, eight years before Clijsters. Mary Pierce is older.",
-         "Finish[Mary Pierce]"),
+        (
+            "Mary Pierce was born on 15 January 1975, eight years before Clijsters. Mary Pierce is older.",
+            "Finish[Mary Pierce]",
+        ),
     ),
     plan(
         "5ab728e45542992aa3b8c7b4",  # Thoen Stone: a failed search, then the title it suggests
         "The Thoen Stone is on display at the Adams Museum & House in Deadwood, South Dakota. "
         "Deadwood is the county seat of Lawrence County.",
-        ("I need the museum that shows the Thoen Stone, then the county that museum is in.",
-         "Search[Thoen Stone]"),
-        ("The stone is displayed at the Adams Museum & House in Deadwood, South Dakota. Which county is "
-         "Deadwood in?", "Search[Deadwood]"),
-        ("There is no page called just Deadwood, but Deadwood, South Dakota is among the similar titles.",
-         "Search[Deadwood, South Dakota]"),
-        ("Deadwood is the county seat of Lawrence County, so the museum is in Lawrence County.",
-         "Finish[Lawrence County]"),
+        ("I need the museum that shows the Thoen Stone, then the county that museum is in.", "Search[Thoen Stone]"),
+        (
+            "The stone is displayed at the Adams Museum & House in Deadwood, South Dakota. Which county is "
+            "Deadwood in?",
+            "Search[Deadwood]",
+        ),
+        (
+            "There is no page called just Deadwood, but Deadwood, South Dakota is among the similar titles.",
+            "Search[Deadwood, South Dakota]",
+        ),
+        (
+            "Deadwood is the county seat of Lawrence County, so the museum is in Lawrence County.",
+            "Finish[Lawrence County]",
+        ),
     ),
     plan(
         "5ac3ad225542995ef918c1da",  # gin and tonic / Paloma: a "no" comparison
         "A gin and tonic is made with gin, and only the Paloma is made with tequila. They are not both "
         "tequila cocktails.",
         ("I need the base spirit of each drink, beginning with the gin and tonic.", "Search[Gin and tonic]"),
-        ("A gin and tonic is gin with tonic water, not tequila, so the answer is probably no. I will still "
-         "check the Paloma.", "Search[Paloma]"),
+        (
+            "A gin and tonic is gin with tonic water, not tequila, so the answer is probably no. I will still "
+            "check the Paloma.",
+            "Search[Paloma]",
+        ),
         ("The drink's page is Paloma (cocktail).", "Search[Paloma (cocktail)]"),
-        ("The Paloma is based on tequila but the gin and tonic is based on gin, so they are not both "
-         "tequila cocktails.", "Finish[no]"),
+        (
+            "The Paloma is based on tequila but the gin and tonic is based on gin, so they are not both "
+            "tequila cocktails.",
+            "Finish[no]",
+        ),
     ),
     plan(
         "5a87390555429960ec39b769",  # Myra Kraft: a two-hop bridge
         "Myra Kraft was married to Robert Kraft, the owner of the New England Patriots and the New "
         "England Revolution. Both teams play at Gillette Stadium.",
-        ("I should find out who Myra Kraft's husband was and which teams he owns, then where they play.",
-         "Search[Myra Kraft]"),
-        ("Her husband is Robert Kraft, owner of the New England Patriots and the New England Revolution. "
-         "His page should name their stadium.", "Search[Robert Kraft]"),
+        (
+            "I should find out who Myra Kraft's husband was and which teams he owns, then where they play.",
+            "Search[Myra Kraft]",
+        ),
+        (
+            "Her husband is Robert Kraft, owner of the New England Patriots and the New England Revolution. "
+            "His page should name their stadium.",
+            "Search[Robert Kraft]",
+        ),
         ("Both teams play at Gillette Stadium, which Kraft also owns.", "Finish[Gillette Stadium]"),
     ),
     plan(
@@ -147,8 +176,10 @@ HOTPOT_PLANS: tuple[Plan, ...] = (
         "Tim McIlrath, the singer of Rise Against, is an American punk rock musician, and so is Spike "
         "Slawson of Me First and the Gimme Gimmes.",
         ("I have to check each of them. Tim McIlrath first.", "Search[Tim McIlrath]"),
-        ("Tim McIlrath is an American punk rock musician, the lead singer of Rise Against. Next Spike "
-         "Slawson.", "Search[Spike Slawson]"),
+        (
+            "Tim McIlrath is an American punk rock musician, the lead singer of Rise Against. Next Spike Slawson.",
+            "Search[Spike Slawson]",
+        ),
         ("Spike Slawson is an American punk rock musician too, so both are.", "Finish[yes]"),
     ),
 )
@@ -160,28 +191,40 @@ FEVER_PLANS: tuple[Plan, ...] = (
         "17840",
         "In February 2015 Food Network reached about 96.9 million pay television households, 83.3% of "
         "the households with television, which is what the claim states.",
-        ("The claim is about Food Network's reach. Its page should give the share of households.",
-         "Search[Food Network]"),
-        ("As of February 2015 Food Network was available to about 96,931,000 pay television households, "
-         "83.3% of households with television. That matches the claim.", "Finish[SUPPORTS]"),
+        (
+            "The claim is about Food Network's reach. Its page should give the share of households.",
+            "Search[Food Network]",
+        ),
+        (
+            "As of February 2015 Food Network was available to about 96,931,000 pay television households, "
+            "83.3% of households with television. That matches the claim.",
+            "Finish[SUPPORTS]",
+        ),
     ),
     plan(
         "116464",
         "Watertown, Massachusetts lies in Middlesex County, not in Suffolk County.",
         ("I need the county that Watertown, Massachusetts is in.", "Search[Watertown, Massachusetts]"),
-        ("Watertown is a city in Middlesex County, not Suffolk County, so the claim is false.",
-         "Finish[REFUTES]"),
+        ("Watertown is a city in Middlesex County, not Suffolk County, so the claim is false.", "Finish[REFUTES]"),
     ),
     plan(
         "89323",
         "Simon Pegg is an English actor, so the first half holds, but no source at hand gives his height, "
         "so whether he is tall cannot be settled.",
-        ("The claim has two parts: that Simon Pegg is English and that he is tall. His page should help "
-         "with both.", "Search[Simon Pegg]"),
-        ("He is an English actor, so the first part holds. The opening says nothing about his height; I "
-         "will look for it on the page.", "Lookup[height]"),
-        ("The page confirms that he is English but says nothing about his height, so the evidence cannot "
-         "decide the claim.", "Finish[NOT ENOUGH INFO]"),
+        (
+            "The claim has two parts: that Simon Pegg is English and that he is tall. His page should help with both.",
+            "Search[Simon Pegg]",
+        ),
+        (
+            "He is an English actor, so the first part holds. The opening says nothing about his height; I "
+            "will look for it on the page.",
+            "Lookup[height]",
+        ),
+        (
+            "The page confirms that he is English but says nothing about his height, so the evidence cannot "
+            "decide the claim.",
+            "Finish[NOT ENOUGH INFO]",
+        ),
     ),
 )
 
@@ -194,31 +237,30 @@ _TEXT_ACTIONS = (
     "Search; repeat it for further matches.\n"
 )
 _SHORT = "a name, a date, a number, or yes / no"
-_FEVER_TASK = (
-    "decide whether Wikipedia SUPPORTS a claim, REFUTES it, or gives NOT ENOUGH INFO to decide either way"
-)
+_FEVER_TASK = "decide whether Wikipedia SUPPORTS a claim, REFUTES it, or gives NOT ENOUGH INFO to decide either way"
 _FEVER_LABELS = "SUPPORTS, REFUTES or NOT ENOUGH INFO"
 _EXAMPLES = "Solved examples follow.\n"
 
 HOTPOT_INSTRUCTIONS = {
     "react": (
         "Answer a question by alternating Thought, Action and Observation steps. In a Thought, reason "
-        "about what you have learned so far and what to do next. An Action is one of:\n" + _TEXT_ACTIONS
+        "about what you have learned so far and what to do next. An Action is one of:\n"
+        + _TEXT_ACTIONS
         + f"Finish[answer] gives the answer and ends the task; keep it short: {_SHORT}.\n"
         "Each Observation is what the Action returned. " + _EXAMPLES
     ),
     "act": (
         "Answer a question by taking Actions and reading the Observation that each one returns. An "
-        "Action is one of:\n" + _TEXT_ACTIONS
-        + f"Finish[answer] gives the answer and ends the task; keep it short: {_SHORT}.\n" + _EXAMPLES
+        "Action is one of:\n"
+        + _TEXT_ACTIONS
+        + f"Finish[answer] gives the answer and ends the task; keep it short: {_SHORT}.\n"
+        + _EXAMPLES
     ),
     "cot": (
         "Answer a question. First write a Thought that works through the facts needed, one at a time; "
         f"then give the short answer ({_SHORT}) on its own line, after Answer:. " + _EXAMPLES
     ),
-    "standard": (
-        f"Answer a question with a short answer ({_SHORT}) after Answer:. " + _EXAMPLES
-    ),
+    "standard": (f"Answer a question with a short answer ({_SHORT}) after Answer:. " + _EXAMPLES),
     "tool_use": (
         "You answer questions that may need several facts from Wikipedia, using three tools: "
         "search(entity) shows the first five sentences of the page titled exactly entity, or similar titles "
@@ -244,16 +286,17 @@ FEVER_INSTRUCTIONS = {
     ),
     "act": (
         f"Check a claim against Wikipedia: {_FEVER_TASK}. Take Actions and read the Observation that "
-        "each one returns. An Action is one of:\n" + _TEXT_ACTIONS
-        + f"Finish[label] gives the verdict, one of {_FEVER_LABELS}, and ends the task.\n" + _EXAMPLES
+        "each one returns. An Action is one of:\n"
+        + _TEXT_ACTIONS
+        + f"Finish[label] gives the verdict, one of {_FEVER_LABELS}, and ends the task.\n"
+        + _EXAMPLES
     ),
     "cot": (
         f"Check a claim: {_FEVER_TASK}. First write a Thought that weighs what is known about it; "
         f"then give the verdict, one of {_FEVER_LABELS}, on its own line, after Answer:. " + _EXAMPLES
     ),
     "standard": (
-        f"Check a claim: {_FEVER_TASK}. Give the verdict, one of {_FEVER_LABELS}, after Answer:. "
-        + _EXAMPLES
+        f"Check a claim: {_FEVER_TASK}. Give the verdict, one of {_FEVER_LABELS}, after Answer:. " + _EXAMPLES
     ),
     "tool_use": (
         f"You check claims against Wikipedia: {_FEVER_TASK}. Three tools: search(entity) shows "
@@ -318,10 +361,17 @@ async def prompt_file(
         act.append(react_text(label, question, p, observations, thoughts=False))
         cot.append(f"{label}: {question}\nThought: {p.reasoning}\nAnswer: {p.answer}\n")
         standard.append(f"{label}: {question}\nAnswer: {p.answer}\n")
-    exemplars = {name: join_examples(texts) for name, texts in
-                 (("react", react), ("act", act), ("cot", cot), ("standard", standard))}
-    return {"label": label, "instructions": instructions, "exemplars": exemplars,
-            "exemplar_ids": [p.id for p, _ in items], "generated_by": "scripts/make_exemplars.py"}
+    exemplars = {
+        name: join_examples(texts)
+        for name, texts in (("react", react), ("act", act), ("cot", cot), ("standard", standard))
+    }
+    return {
+        "label": label,
+        "instructions": instructions,
+        "exemplars": exemplars,
+        "exemplar_ids": [p.id for p, _ in items],
+        "generated_by": "scripts/make_exemplars.py",
+    }
 
 
 def hotpotqa_items(data_dir: Path) -> list[tuple[Plan, str]]:
@@ -369,14 +419,25 @@ def generate(data_dir: Path, out: Path) -> list[Path]:
     """Write hotpotqa.json, fever.json and fever_exemplar_ids.json into ``out``; return their paths."""
     hotpot, fever = hotpotqa_items(data_dir), fever_items(data_dir)
     with tempfile.TemporaryDirectory(prefix="react-bench-exemplars-") as tmp:
-        hotpot_file = _with_wiki(build_from_distractor, data_dir / HOTPOT_TRAIN, Path(tmp),
-                                 lambda wiki: prompt_file("Question", HOTPOT_INSTRUCTIONS, wiki, hotpot))
-        fever_file = _with_wiki(build_from_fever, data_dir / FEVER_WIKI, Path(tmp),
-                                lambda wiki: prompt_file("Claim", FEVER_INSTRUCTIONS, wiki, fever))
+        hotpot_file = _with_wiki(
+            build_from_distractor,
+            data_dir / HOTPOT_TRAIN,
+            Path(tmp),
+            lambda wiki: prompt_file("Question", HOTPOT_INSTRUCTIONS, wiki, hotpot),
+        )
+        fever_file = _with_wiki(
+            build_from_fever,
+            data_dir / FEVER_WIKI,
+            Path(tmp),
+            lambda wiki: prompt_file("Claim", FEVER_INSTRUCTIONS, wiki, fever),
+        )
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, content in (("hotpotqa.json", hotpot_file), ("fever.json", fever_file),
-                          (FEVER_IDS_FILE, [p.id for p, _ in fever])):
+    for name, content in (
+        ("hotpotqa.json", hotpot_file),
+        ("fever.json", fever_file),
+        (FEVER_IDS_FILE, [p.id for p, _ in fever]),
+    ):
         path = out / name
         path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
