@@ -127,7 +127,14 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[
         wiki = WikiConfig.from_mapping(cfg.wiki)
         env_factory = make_env_factory(wiki, task=cfg.task, data_dir=resolve_data_dir(cfg.data_dir))
     solver = Solver(cfg.solve, model, prompts, env_factory)
-    settings = {"protocol": cfg.protocol, "solve": _jsonable(asdict(cfg.solve)), "task": cfg.task, "split": cfg.split}
+    not_applied = not_applied_settings(model, cfg.solve)
+    settings = {
+        "protocol": cfg.protocol,
+        "solve": _jsonable(asdict(cfg.solve)),
+        "task": cfg.task,
+        "split": cfg.split,
+        "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
+    }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
     run_id = cfg.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir_for(cfg, run_id)
@@ -139,7 +146,7 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[
         "config": _jsonable(asdict(cfg)),
         "model_name": model.name,
         "model_capabilities": capabilities_to_dict(model.capabilities),
-        "not_applied": not_applied_settings(model, cfg.solve),
+        "not_applied": not_applied,
         "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in prompts.items()},
         "n_examples": len(examples),
         "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,

@@ -101,7 +101,11 @@ def format_table(metrics: dict[str, Any], task: str) -> str:
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
     rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
     usage = metrics["usage"]
-    rows.append(("tokens in/out", f"{usage['input_tokens']}/{usage['output_tokens']}", ""))
+    total_in = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
+    rows.append(("tokens in/out", f"{total_in}/{usage['output_tokens']}", ""))
+    if usage["cache_read_input_tokens"] or usage["cache_creation_input_tokens"]:
+        cache = f"read {usage['cache_read_input_tokens']}, written {usage['cache_creation_input_tokens']}"
+        rows.append(("  of which cache", cache, ""))
     if metrics["not_applied"]:
         rows.append(("NOT APPLIED", "; ".join(metrics["not_applied"]), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
