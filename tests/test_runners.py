@@ -238,3 +238,45 @@ async def test_tool_use_wrap_up_keeps_tools_declared_but_unused(scripted, wiki):
     assert last.tool_choice == "none" and last.tools
     assert isinstance(last.messages[-1].content[0], ToolResultBlock)
     assert "used all 1 steps" in last.messages[-1].content[-1].text
+
+
+# ------------------------------------------------------------- every mode x task x runner
+
+
+def script_for(mode: str, runner: str, answer: str) -> list:
+    def react_turn():
+        if runner == "text":
+            return f" Enough known.\nAction 1: Finish[{answer}]"
+        return ModelResponse((TextBlock(f"Answer: {answer}"),), StopReason.END_TURN)
+
+    cot = [f" Reasoning.\nAnswer: {answer}"] * 3
+    return {
+        "standard": [f" {answer}"],
+        "cot": cot[:1],
+        "cot_sc": cot,
+        "act": [" Finish[%s]" % answer] if runner == "text" else [tool_turn(("f", "finish", {"answer": answer}))],
+        "react": [react_turn()],
+        "react_cot_sc": [react_turn()],
+        "cot_sc_react": cot,
+    }[mode]
+
+
+@pytest.mark.parametrize("runner", ["text", "tool_use"])
+@pytest.mark.parametrize("label,answer", [("Question", "Beta River"), ("Claim", "SUPPORTS")])
+@pytest.mark.parametrize("mode", ["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react"])
+async def test_every_mode_answers_on_both_tasks_and_runners(scripted, wiki, mode, runner, label, answer):
+    model = scripted(script_for(mode, runner, answer))
+    outcome = await solver(model, wiki, label, mode=mode, runner=runner, cot_sc_samples=3).solve("Which river feeds Alpha Lake?")
+    assert (outcome.prediction, outcome.reason, outcome.backoff) == (answer, "answered", False)
+    expected_route = {"react_cot_sc": "react", "cot_sc_react": "cot_sc"}.get(mode, mode)
+    assert outcome.route == expected_route
+    first = model.requests[0]
+    text = first.prompt if first.prompt is not None else first.messages[0].text
+    assert f"{label}: Which river feeds Alpha Lake?" in text
+
+
+async def test_react_text_prompt_on_fever(scripted, wiki):
+    model = scripted([" Check the river.\nAction 1: Search[Beta River]", " It says 12 km.\nAction 2: Finish[SUPPORTS]"])
+    outcome = await solver(model, wiki, "Claim").solve("The Beta River is 12 km long.")
+    assert outcome.prediction == "SUPPORTS"
+    check_golden("react_fever.txt", prompts_sent(model))
