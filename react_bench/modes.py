@@ -177,7 +177,7 @@ class Solver:
             prediction=vote.answer,
             route="cot_sc",
             reason="error" if errors and len(errors) == len(samples) else "answered",
-            steps=len(samples),
+            steps=1,  # each sample is a one-step episode; `stats.calls` counts the samples
             usage=sum((s.usage for s in samples), Usage()),
             error=errors[0] if errors else None,
             samples=answers,

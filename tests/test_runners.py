@@ -149,7 +149,7 @@ async def test_react_cot_sc_backs_off_only_when_react_gives_no_answer(scripted, 
     no_answer = scripted([" hmm\nAction 1: Search[Gamma]", " A\nAnswer: x", " B\nAnswer: y", " C\nAnswer: y"])
     outcome = await solver(no_answer, wiki, mode="react_cot_sc", cot_sc_samples=3, loop=LoopConfig(max_steps=1)).solve("Q?")
     assert (outcome.prediction, outcome.route, outcome.backoff) == ("y", "react->cot_sc", True)
-    assert outcome.steps == 1 + 3
+    assert (outcome.steps, outcome.stats.calls) == (1 + 1, 1 + 3)
     answered = scripted([" done\nAction 1: Finish[Gamma]"])
     outcome = await solver(answered, wiki, mode="react_cot_sc", cot_sc_samples=3).solve("Q?")
     assert (outcome.prediction, outcome.route, outcome.backoff) == ("Gamma", "react", False)
