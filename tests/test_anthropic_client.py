@@ -33,7 +33,7 @@ from react_bench.testing.sse import parse_sse
 from react_bench.types import Message, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage
 
 KEY_ENV = "REACT_BENCH_TEST_ANTHROPIC_KEY"
-KEY = "sk-ant-api03-local-test-key-never-logged"
+KEY = "local-test-key-never-logged-0123456789"  # not a real key, never a real key's shape
 SEARCH = ToolSpec(
     "search", "Search Wikipedia for an entity.", {"type": "object", "properties": {"entity": {"type": "string"}}}
 )

@@ -25,7 +25,7 @@ FIRST_ID = "5a8b57f25542995d1e6f1371"  # "Were Scott Derrickson and Ed Wood of t
 
 @pytest.fixture
 def server(monkeypatch):
-    monkeypatch.setenv(KEY_ENV, "sk-ant-test-not-a-real-key")
+    monkeypatch.setenv(KEY_ENV, "local-test-key-not-real")
     with MessagesServer() as srv:
         yield srv
         srv.assert_complete()

@@ -66,7 +66,7 @@ def test_stops() -> None:
 @pytest.mark.parametrize(
     ("action", "call"),
     [
-        ("Search[Colorado orogeny]", ("search", "Colorado orogeny")),
+        ("Search[Eiffel Tower]", ("search", "Eiffel Tower")),
         ("Lookup[eastern sector]", ("lookup", "eastern sector")),
         ("Finish[1,800 to 7,000 ft]", ("finish", "1,800 to 7,000 ft")),
         ("Finish[]", ("finish", "")),
@@ -165,7 +165,7 @@ def test_only_a_matching_pair_of_quotes_is_removed() -> None:
 @pytest.mark.parametrize(
     "completion",
     [
-        " I should Search[Colorado orogeny] next.",  # an action-shaped phrase inside a thought
+        " I should Search[Eiffel Tower] next.",  # an action-shaped phrase inside a thought
         " I should search Colorado. Action 3: Search[Colorado]",  # the label is not at a line start
         " I need to search X.\nAction 3:",  # an empty action
         " I need to search X.\nAction 3:   \n",

@@ -24,7 +24,8 @@ from react_bench.runners.text import base_prompt
 REPO = Path(__file__).resolve().parents[1]
 TASKS = {"hotpotqa": "Question", "fever": "Claim"}
 COUNTS = {"hotpotqa": 6, "fever": 3}
-FORBIDDEN = ("Colorado orogeny", "Milhouse was named after", "Nikolaj Coster-Waldau", "Adam Clayton Powell (film)")
+# Split so that the repo itself never holds these strings of the paper's prompts.
+FORBIDDEN = ("Colorado" " orogeny", "Milhouse was" " named after", "Nikolaj" " Coster-Waldau", "Adam Clayton" " Powell (film)")
 _STEP_LABEL = re.compile(r"^(Thought|Action|Observation) (\d+): ", re.MULTILINE)
 
 

@@ -10,7 +10,7 @@ client time out). Every request's parameters and User-Agent are recorded.
 
 Usage::
 
-    with MediaWikiStandIn(pages={"Colorado orogeny": "text"}) as wiki:
+    with MediaWikiStandIn(pages={"Alpha Lake": "text"}) as wiki:
         wikipedia.wikipedia.API_URL = wiki.api_url
         wiki.fail_next(status=429)
 """

@@ -5,7 +5,7 @@ Typical use (one backend per run, one ``WikiEnv`` per episode)::
     from react_bench.wiki import WikiConfig, make_env_factory
     factory = make_env_factory(WikiConfig.from_mapping(cfg_wiki), task="hotpotqa", data_dir=data)
     env = factory()                       # fresh page and lookup cursor, shared backend
-    obs = await env.step_text("search[Colorado orogeny]")     # text runner
+    obs = await env.step_text("search[Eiffel Tower]")         # text runner
     obs = await env.execute("lookup", {"keyword": "eastern"})  # tool-use runner
     factory.close()                       # at the end of the run
 

@@ -140,7 +140,7 @@ WIKI_TOOLS: tuple[ToolSpec, ...] = (
         "Search Wikipedia for an exact entity. Returns the first sentences of its page, "
         "or a list of similar titles to search instead when there is no such page.",
         "entity",
-        "The page title to look for, e.g. 'Colorado orogeny'.",
+        "The page title to look for, e.g. 'Eiffel Tower'.",
     ),
     _tool(
         "lookup",
@@ -187,7 +187,7 @@ class WikiEnv:
         return await self._act(name, value)
 
     async def step_text(self, action: str) -> Observation:
-        """Execute a paper-format action string such as ``Search[Colorado orogeny]``."""
+        """Execute a paper-format action string such as ``Search[Eiffel Tower]``."""
         if action:
             action = action[0].lower() + action[1:]
         action = action.strip()
