@@ -2,7 +2,8 @@
 
 A thin Hydra entry point: it composes ``configs/eval.yaml`` and its groups (task, mode,
 runner, model, wiki), turns the result into a typed ``RunConfig`` and calls ``evaluate``.
-Errors in settings are printed as one clear line (exit 2), never as a traceback.
+Errors in settings or task data (``DataError``: no data folder, requested examples
+missing) are printed as one clear line (exit 2), never as a traceback.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.models.base import ConfigError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
+from react_bench.tasks import DataError  # noqa: E402
 
 LOCAL_NOTE = (
     "note: model=local is a tiny embedded model ({name}) for checking the pipeline end to end; "
@@ -35,7 +37,7 @@ def main(cfg: DictConfig) -> None:
         if run_cfg.model.get("provider") == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)
         result = asyncio.run(evaluate(run_cfg))
-    except (ConfigError, FileNotFoundError, KeyError, ValueError) as exc:
+    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     print()

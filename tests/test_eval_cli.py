@@ -79,3 +79,16 @@ def test_missing_api_key_is_reported_before_any_request(tmp_path):
     assert result.returncode == 2
     assert "RB_TEST_NO_SUCH_KEY" in result.stderr
     assert not list(tmp_path.rglob("examples.jsonl"))
+
+
+def test_data_errors_are_one_clear_line(tmp_path):
+    """Task data errors (``DataError``: no data folder, requested examples missing) end the
+    run with one line on stderr and exit 2, like setting errors; never a traceback."""
+    result = eval_py(f"data_dir={tmp_path / 'no-such-folder'}", f"results_dir={tmp_path}")
+    assert result.returncode == 2, result.stderr
+    assert "error: " in result.stderr and "no-such-folder" in result.stderr
+    assert "Traceback" not in result.stderr
+    result = eval_py("model=scripted", "ids=[no-such-id]", f"results_dir={tmp_path}")
+    assert result.returncode == 2, result.stderr
+    assert "error: " in result.stderr and "no-such-id" in result.stderr and "on_missing=skip" in result.stderr
+    assert "Traceback" not in result.stderr
