@@ -175,26 +175,43 @@ def _prepare_run_dir(run_dir: Path, cfg: RunConfig, fingerprint: str) -> set[str
         recorded = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
         if recorded["fingerprint"] != fingerprint:
             raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
-        return _finished_ids(run_dir / "examples.jsonl")
+        return _finished_ids(run_dir / "examples.jsonl", run_dir / "calls.jsonl")
     run_dir.mkdir(parents=True, exist_ok=True)
     return set()
 
 
-def _finished_ids(path: Path) -> set[str]:
+def _finished_ids(examples: Path, calls: Path) -> set[str]:
+    """Ids with a complete line in BOTH files; both files are cut back to exactly those.
+
+    A crash can cut a line, or fall between an example's record and its cassette line; such
+    an example is run again, so it must leave neither file (else it would count twice in the
+    metrics, or the cassette would hold it twice or glued to the next line).
+    """
+    kept_examples, kept_calls = _complete_lines(examples), _complete_lines(calls)
+    done = set(kept_examples) & set(kept_calls)
+    for path, kept in ((examples, kept_examples), (calls, kept_calls)):
+        content = b"".join(raw for id_, raw in kept.items() if id_ in done)
+        if path.exists() and path.read_bytes() != content:
+            tmp = path.with_suffix(".jsonl.tmp")
+            tmp.write_bytes(content)
+            os.replace(tmp, path)  # a crash now leaves the old file or the new, never half
+    return done
+
+
+def _complete_lines(path: Path) -> dict[str, bytes]:
+    """The newline-terminated JSON lines of ``path`` by id, up to the first damaged one."""
+    lines: dict[str, bytes] = {}
     if not path.exists():
-        return set()
-    ids: set[str] = set()
-    good = 0
+        return lines
     with path.open("rb") as f:
         for raw in f:
             try:
-                ids.add(str(json.loads(raw)["id"]))
-                good += len(raw)
-            except (json.JSONDecodeError, KeyError):
+                if not raw.endswith(b"\n"):
+                    raise ValueError("no newline")
+                lines[str(json.loads(raw)["id"])] = raw
+            except (ValueError, KeyError, TypeError):
                 break  # a line cut by a crash: drop it and everything after
-    with path.open("r+b") as f:
-        f.truncate(good)
-    return ids
+    return lines
 
 
 async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event) -> int:
