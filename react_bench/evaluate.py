@@ -229,7 +229,8 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
         async with semaphore:
             with example_scope(example.id) as calls:
                 outcome = await solver.solve(example.question, on_event)
-            record = example_record(example, outcome, task.score(outcome.prediction, example.gold))
+            scores = task.score(outcome.prediction, example.gold)
+            record = example_record(example, outcome, scores, task.primary_metric)
             async with write_lock:
                 _append(run_dir / "examples.jsonl", record)
                 _append(run_dir / "calls.jsonl", cassette_line(example.id, calls, cassette_kind))
@@ -245,13 +246,13 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
     return finished
 
 
-def example_record(example: Example, outcome: Outcome, scores: dict[str, float]) -> dict[str, Any]:
+def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> dict[str, Any]:
     return {
         "id": example.id,
         "question": example.question,
         "gold": example.gold,
         "prediction": outcome.prediction,
-        "correct": bool(scores.get("correct", scores.get("em", 0.0)) >= 1.0),
+        "correct": scores[primary_metric] >= 1.0,  # HotpotQA: EM; FEVER: label accuracy
         **scores,
         "steps": outcome.steps,
         "reason": outcome.reason,
