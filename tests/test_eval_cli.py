@@ -91,4 +91,6 @@ def test_data_errors_are_one_clear_line(tmp_path):
     result = eval_py("model=scripted", "ids=[no-such-id]", f"results_dir={tmp_path}")
     assert result.returncode == 2, result.stderr
     assert "error: " in result.stderr and "no-such-id" in result.stderr and "on_missing=skip" in result.stderr
+    # the hint names the setting eval.py reads (top level); task.on_missing is not read
+    assert "task.on_missing" not in result.stderr
     assert "Traceback" not in result.stderr

@@ -79,7 +79,7 @@ class MissingExamplesError(DataError):
         shown = ", ".join(coverage.missing[:5]) + (", ..." if len(coverage.missing) > 5 else "")
         super().__init__(
             f"{coverage.summary()}. Missing: {shown}. Choose a file that holds them, or set "
-            f"on_missing=skip (task.on_missing=skip) to run the {coverage.found} that are there."
+            f"on_missing=skip to run the {coverage.found} that are there."
         )
         self.coverage = coverage
 
