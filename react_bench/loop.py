@@ -7,7 +7,9 @@ Rules (DESIGN section 3):
 - A step cap is mandatory. At the cap, ``on_limit`` decides: ``give_up`` (the paper: an empty
   answer), ``wrap_up`` (one more call without tools, told that the steps are used up), or
   ``backoff`` (ends like ``give_up``; the mode then hands the example to CoT-SC).
-- A tool that raises is a result with ``is_error=True``; the episode goes on.
+- A tool that raises is a result with ``is_error=True``; the episode goes on. Only an
+  ``EpisodeAbort`` (the environment cannot answer faithfully, e.g. a replay miss) ends the
+  episode, with reason ``error``.
 - All calls of one turn run concurrently; their results go back in ONE user message, in the
   order of the calls and paired by id, whatever order they finish in.
 - The history is append-only; assistant messages are stored exactly as the policy returns
@@ -104,6 +106,12 @@ class EpisodeResult:
     events: list[AgentEvent] = field(default_factory=list)
 
 
+class EpisodeAbort(Exception):
+    """Raised by an environment when the episode cannot go on faithfully (e.g. a replayed
+    observation that was never recorded). Unlike a tool failure, which becomes an is_error
+    result, it ends the episode with reason ``error``."""
+
+
 class PolicyError(RuntimeError):
     """The policy broke the seam's contract (a bug in our code, so it raises)."""
 
@@ -138,8 +146,12 @@ async def run_episode(
             yield EpisodeFinished(decision.answer, "answered", step, total)
             return
         observations: dict[str, Observation] = {}
-        async for event in _execute_all(env, decision.calls, step, observations):
-            yield event
+        try:
+            async for event in _execute_all(env, decision.calls, step, observations):
+                yield event
+        except EpisodeAbort as exc:
+            yield EpisodeFinished("", "error", step, total, error=f"{type(exc).__name__}: {exc}")
+            return
         history.append(
             Message(
                 "user",
@@ -189,6 +201,8 @@ async def _execute_all(
     async def one(call: ToolCall) -> tuple[ToolCall, Observation]:
         try:
             return call, await env.execute(call.name, call.arguments)
+        except EpisodeAbort:
+            raise
         except Exception as exc:  # a tool failure is a result, not an exception
             return call, Observation(f"Error: {type(exc).__name__}: {exc}", is_error=True)
 

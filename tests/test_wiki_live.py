@@ -157,3 +157,31 @@ async def test_odd_strings_are_answered_and_recorded(stand_in: MediaWikiStandIn,
         outcome = wiki.search(query)
         assert isinstance(outcome, NotFound), query
     assert len(wiki.store) == 5
+
+
+async def test_record_mode_asks_again_after_a_stored_failure(stand_in: MediaWikiStandIn, tmp_path: Path) -> None:
+    wiki = LiveWiki("record", ObservationStore(tmp_path / "store.sqlite"), FAST)
+    stand_in.fail_next(FAST.max_attempts, status=503, retry_after=None)
+    first = await WikiEnv(wiki).step_text("search[Plains Museum]")
+    assert first.is_error
+    second = await WikiEnv(wiki).step_text("search[Plains Museum]")
+    assert (second.text, second.is_error) == ("The Plains Museum is a museum..", False)
+    third = await WikiEnv(LiveWiki("replay", ObservationStore(tmp_path / "store.sqlite"))).step_text("search[Plains Museum]")
+    assert third == second  # the recovered answer replaced the failure in the store
+
+
+async def test_a_replay_miss_ends_the_episode_with_an_error(tmp_path: Path) -> None:
+    from react_bench.loop import Decision, LoopConfig, ToolCall, run_episode, run_to_end
+    from react_bench.types import Message
+
+    class OneSearch:
+        async def decide(self, history, step):
+            yield Decision(Message.assistant("s"), (ToolCall("c1", "search", {"entity": "Never Recorded"}),))
+
+        async def wrap_up(self, history, step, notice):  # pragma: no cover
+            raise AssertionError
+
+    replay = LiveWiki("replay", ObservationStore(tmp_path / "empty.sqlite"))
+    result = await run_to_end(run_episode(OneSearch(), WikiEnv(replay), LoopConfig()))
+    assert (result.reason, result.answer) == ("error", "")
+    assert "ReplayMiss" in (result.error or "") and "Never Recorded" in (result.error or "")

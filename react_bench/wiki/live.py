@@ -19,8 +19,8 @@ settings can coexist; ``api_url=None`` keeps the package's own ``API_URL`` (``se
 Store modes (key: (``name``, action, argument); ``store.py`` keeps the backend's answer):
 - ``live``: always asks the network; writes every answer to the store when there is one.
 - ``record``: a stored answer is served as it is (so every episode of a run, and every
-  later replay, sees the same thing, failures included); otherwise the network, then the
-  store. This is the disk cache of ``wiki=live``.
+  later replay, sees the same thing); otherwise the network, then the store. A stored
+  failure (Wikipedia unreachable) is asked again and overwritten. The disk cache of ``wiki=live``.
 - ``replay``: the store only; the network is never touched. A missing key raises
   ``ReplayMiss``: a clear error naming the key, never a silent live call.
 """
@@ -39,6 +39,7 @@ import requests
 import wikipedia
 import wikipedia.wikipedia as wikipedia_module
 
+from react_bench.loop import EpisodeAbort
 from react_bench.wiki.env import (
     MAX_SIMILAR,
     NotFound,
@@ -77,8 +78,9 @@ class WikiUnavailable(Exception):
     """The API could not be reached or kept failing after all retries."""
 
 
-class ReplayMiss(LookupError):
-    """Replay mode was asked for something the store does not hold."""
+class ReplayMiss(EpisodeAbort):
+    """Replay mode was asked for something the store does not hold: the example cannot be
+    reproduced, so its episode ends with reason ``error`` (never a made-up observation)."""
 
 
 _settings: ContextVar[LiveSettings | None] = ContextVar("react_bench_live_wiki_settings", default=None)
@@ -196,7 +198,8 @@ class LiveWiki:
     def _through_store(self, action: str, argument: str, fetch: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if self.store is not None and self.mode in ("record", "replay"):
             stored = self.store.get(self.name, action, argument)
-            if stored is not None:
+            # record mode asks again after a stored failure: an outage is not Wikipedia's answer
+            if stored is not None and (self.mode == "replay" or stored.get("kind") != "failed"):
                 return stored
             if self.mode == "replay":
                 raise ReplayMiss(
