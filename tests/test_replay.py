@@ -89,3 +89,27 @@ def test_bad_cassettes_are_reported_with_file_and_line(tmp_path):
         load_cassette(path)
     with pytest.raises(ConfigError, match="not found"):
         load_cassette(tmp_path / "missing.jsonl")
+
+
+async def test_a_failed_call_is_recorded_in_place_and_replayed_as_the_same_failure(scripted, wiki, tmp_path):  # noqa: F811
+    from react_bench.models.base import ModelError
+
+    model = scripted([" a\nAnswer: x", ModelError("overloaded", status=529), " c\nAnswer: y"])
+    settings = SolveSettings(mode="cot_sc", cot_sc_samples=3)
+    recorded, lines = await run_examples(RecordingModel(model), wiki, settings, {"ex-1": "Q?"})
+    assert lines[0]["completions"][1] == {"error": "ModelError: overloaded"}
+    replayed, again = await run_examples(RecordingModel(ReplayModel(write(tmp_path, lines))), wiki, settings, {"ex-1": "Q?"})
+    assert replayed["ex-1"].samples == recorded["ex-1"].samples == ["x", "", "y"]
+    assert "recorded failure (replayed): ModelError: overloaded" in replayed["ex-1"].error
+    assert again[0]["completions"][2] == " c\nAnswer: y"
+
+
+def test_replay_refuses_a_cassette_without_its_run_json(tmp_path):
+    from react_bench.models import make_model
+
+    cassette = write(tmp_path, [{"id": "a", "completions": ["x"]}])
+    with pytest.raises(ConfigError, match="no run.json beside"):
+        make_model({"provider": "replay", "cassette": str(cassette)})
+    (tmp_path / "run.json").write_text(json.dumps({"model_capabilities": {"raw_completion": False, "prefill": False}}))
+    caps = make_model({"provider": "replay", "cassette": str(cassette)}).capabilities
+    assert (caps.raw_completion, caps.prefill) == (False, False)

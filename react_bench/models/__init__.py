@@ -68,7 +68,11 @@ def recorded_capabilities(cassette: Path) -> ModelCapabilities:
     replay takes the same text path (raw completion, prefill, instruction) as the original."""
     run_json = cassette.parent / "run.json"
     if not run_json.is_file():
-        return ModelCapabilities(raw_completion=True)
+        # Guessing would change the text path (prefill, prefix stripping) and so the predictions.
+        raise ConfigError(
+            f"no run.json beside {cassette}: replay needs the recorded model's capabilities; "
+            "keep the cassette in its run folder (or copy that run's run.json beside it)"
+        )
     caps = json.loads(run_json.read_text(encoding="utf-8")).get("model_capabilities") or {}
     caps = {k: v for k, v in caps.items() if k in {f.name for f in dataclasses.fields(ModelCapabilities)}}
     if "thinking_modes" in caps:

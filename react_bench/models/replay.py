@@ -7,6 +7,10 @@ response to the current example's list. A cassette line is, per example, either
 ``{"id": ..., "completions": [raw text of each call]}`` (text runner) or
 ``{"id": ..., "responses": [content blocks of each response]}`` (tool-use runner).
 
+A call that failed (a ``ModelError`` after the SDK's retries, a broken stream) is recorded
+too, as ``{"error": message}`` in its place, and replayed as the same failure: so a replay
+stays in step with the original calls even after an error.
+
 ``ReplayModel`` serves an example's recorded responses in order, whatever the prompt.
 Asking beyond them raises ``ModelError``, which ends that example's episode with reason
 ``error``; the run goes on. Replaying a run therefore reproduces its predictions exactly.
@@ -33,17 +37,26 @@ from react_bench.types import (
     block_to_dict,
 )
 
+@dataclass(frozen=True)
+class RecordedFailure:
+    """A model call that raised instead of answering."""
+
+    message: str
+
+
+Recorded = ModelResponse | RecordedFailure
+
 _EXAMPLE: ContextVar[str | None] = ContextVar("react_bench_example", default=None)
-_CALLS: ContextVar[list[ModelResponse] | None] = ContextVar("react_bench_calls", default=None)
+_CALLS: ContextVar[list[Recorded] | None] = ContextVar("react_bench_calls", default=None)
 _CURSOR: ContextVar[list[int] | None] = ContextVar("react_bench_cursor", default=None)
 
 CassetteKind = Literal["completions", "responses"]
 
 
 @contextmanager
-def example_scope(example_id: str) -> Iterator[list[ModelResponse]]:
+def example_scope(example_id: str) -> Iterator[list[Recorded]]:
     """Within this scope, model calls are recorded for (and replayed from) ``example_id``."""
-    calls: list[ModelResponse] = []
+    calls: list[Recorded] = []
     tokens = (_EXAMPLE.set(example_id), _CALLS.set(calls), _CURSOR.set([0]))
     try:
         yield calls
@@ -53,10 +66,13 @@ def example_scope(example_id: str) -> Iterator[list[ModelResponse]]:
         _EXAMPLE.reset(tokens[0])
 
 
-def cassette_line(example_id: str, calls: list[ModelResponse], kind: CassetteKind) -> dict[str, Any]:
-    if kind == "completions":
-        return {"id": example_id, "completions": [r.text for r in calls]}
-    return {"id": example_id, "responses": [[block_to_dict(b) for b in r.content] for r in calls]}
+def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind) -> dict[str, Any]:
+    def entry(call: Recorded) -> Any:
+        if isinstance(call, RecordedFailure):
+            return {"error": call.message}
+        return call.text if kind == "completions" else [block_to_dict(b) for b in call.content]
+
+    return {"id": example_id, kind: [entry(c) for c in calls]}
 
 
 @dataclass
@@ -78,20 +94,26 @@ class RecordingModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         collector = ResponseCollector()
-        async for event in self.inner.stream(request):
-            collector.feed(event)
-            yield event
         calls = _CALLS.get()
+        try:
+            async for event in self.inner.stream(request):
+                collector.feed(event)
+                yield event
+            response = collector.response()
+        except Exception as exc:
+            if calls is not None:
+                calls.append(RecordedFailure(f"{type(exc).__name__}: {exc}"))
+            raise
         if calls is not None:
-            calls.append(collector.response())
+            calls.append(response)
 
 
-def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[ModelResponse]]]:
+def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Recorded]]]:
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"cassette not found: {path} (give model.cassette=<run dir>/calls.jsonl)")
     kinds: set[str] = set()
-    by_id: dict[str, list[ModelResponse]] = {}
+    by_id: dict[str, list[Recorded]] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -100,10 +122,10 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[ModelR
             example_id = str(record["id"])
             if "completions" in record:
                 kinds.add("completions")
-                responses = [_text_response(t) for t in record["completions"]]
+                responses = [_failure(t) or _text_response(t) for t in record["completions"]]
             else:
                 kinds.add("responses")
-                responses = [_block_response(blocks) for blocks in record["responses"]]
+                responses = [_failure(b) or _block_response(b) for b in record["responses"]]
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}:{number}: not a cassette line ({exc})") from exc
         if example_id in by_id:
@@ -112,6 +134,10 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[ModelR
     if len(kinds) > 1:
         raise ConfigError(f"{path} mixes text completions and message responses")
     return (kinds.pop() if kinds else "completions"), by_id  # type: ignore[return-value]
+
+
+def _failure(entry: Any) -> RecordedFailure | None:
+    return RecordedFailure(str(entry["error"])) if isinstance(entry, dict) and "error" in entry else None
 
 
 def _text_response(text: str) -> ModelResponse:
@@ -148,5 +174,7 @@ class ReplayModel:
             )
         response = recorded[cursor[0]]
         cursor[0] += 1
+        if isinstance(response, RecordedFailure):
+            raise ModelError(f"recorded failure (replayed): {response.message}")
         for event in response_to_events(response):
             yield event
