@@ -47,6 +47,14 @@ STYLES_OF_MODE = {
 }
 
 
+# Settings that cannot change an answer: left out of the fingerprint, so a run may be resumed
+# with a longer timeout or more threads. Everything else (model file, seed, wiki) is in it.
+OPERATIONAL_KEYS = frozenset(
+    {"label", "default_n", "max_retries", "timeout_s", "n_threads", "n_threads_batch", "user_agent",
+     "max_attempts", "backoff_s", "store"}
+)
+
+
 @dataclass(frozen=True)
 class RunResult:
     run_dir: Path
@@ -134,6 +142,8 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[
         "task": cfg.task,
         "split": cfg.split,
         "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
+        "model": {k: v for k, v in cfg.model.items() if k not in OPERATIONAL_KEYS},
+        "wiki": {k: v for k, v in cfg.wiki.items() if k not in OPERATIONAL_KEYS} if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
     run_id = cfg.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
