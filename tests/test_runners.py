@@ -280,3 +280,10 @@ async def test_react_text_prompt_on_fever(scripted, wiki):
     outcome = await solver(model, wiki, "Claim").solve("The Beta River is 12 km long.")
     assert outcome.prediction == "SUPPORTS"
     check_golden("react_fever.txt", prompts_sent(model))
+
+
+async def test_reask_reply_that_repeats_the_action_label_on_a_chat_model(scripted, wiki):
+    model = scripted(["I think about it", "Action 1: Search[Gamma]", "Thought 2: ok\nAction 2: Finish[village]"], capabilities=CHAT_NO_PREFILL)
+    outcome = await solver(model, wiki).solve("What is Gamma?")
+    assert (outcome.prediction, outcome.stats.bad_calls) == ("village", 1)
+    assert "Action 1: Search[Gamma]\nObservation 1: Gamma is a village..\n" in model.requests[2].messages[0].text

@@ -91,8 +91,12 @@ def completion_text(model: ModelClient, response: ModelResponse, suffix: str, st
     text = response.text
     if not model.capabilities.raw_completion:
         stripped = text.lstrip()
-        if suffix.strip() and stripped.startswith(suffix.strip()):
-            text = stripped[len(suffix.strip()) :]
+        # A chat model may repeat the whole suffix, or only its last line (the re-ask's
+        # suffix is "Thought i: ...\nAction i:" and the reply often starts "Action i:").
+        for prefix in (suffix.strip(), suffix.strip().splitlines()[-1].strip() if suffix.strip() else ""):
+            if prefix and stripped.startswith(prefix):
+                text = stripped[len(prefix) :]
+                break
     text, _ = cut_at_stop(text, stop)
     return text
 
