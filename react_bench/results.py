@@ -67,6 +67,9 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
     metrics["errors"] = sum(1 for r in records if r.get("error"))
     metrics["bad_calls"] = sum(int(r.get("bad_calls", 0)) for r in records)
     metrics["repairs"] = dict(sum((Counter(r.get("repairs") or {}) for r in records), Counter()))
+    if records and "in_label_set" in records[0]:
+        # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
+        metrics["out_of_label_set"] = sum(1 for r in records if not r["in_label_set"])
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
     metrics["by_group"] = _breakdown(records, task.primary_metric)
     return metrics
@@ -100,6 +103,8 @@ def format_table(metrics: dict[str, Any], task: str) -> str:
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
     rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
+    if "out_of_label_set" in metrics:
+        rows.append(("answers not a label", str(metrics["out_of_label_set"]), ""))
     usage = metrics["usage"]
     total_in = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
     rows.append(("tokens in/out", f"{total_in}/{usage['output_tokens']}", ""))

@@ -1,0 +1,44 @@
+"""Run summaries: metrics from examples.jsonl alone, CIs, counts, the printed table."""
+
+from __future__ import annotations
+
+import json
+
+from react_bench.results import format_table, summarize
+from react_bench.tasks import load_task
+
+
+def write_run(tmp_path, task: str, records: list[dict]):
+    run = {"run_id": "r", "fingerprint": "sha256:x", "model_name": "m", "n_examples": len(records),
+           "not_applied": ["temperature=0.0"], "config": {"solve": {"mode": "react", "runner": "text"}}}
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    (tmp_path / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def record(i: int, reason="answered", **scores):
+    return {"id": str(i), "reason": reason, "route": "react", "steps": 2, "bad_calls": 1, "usage": {"input_tokens": 10},
+            "repairs": {"quotes": 1}, "metadata": {"label": "SUPPORTS" if i % 2 else "REFUTES"}, **scores}
+
+
+def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
+    task = load_task("fever")
+    predictions = ["SUPPORTS", "maybe", "REFUTES", "NOT ENOUGH INFO"]
+    golds = ["SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"]
+    write_run(tmp_path, "fever", [record(i, **task.score(p, g)) for i, (p, g) in enumerate(zip(predictions, golds))])
+    metrics = summarize(tmp_path, task)
+    assert metrics["accuracy"]["mean"] == 0.5 and metrics["n"] == 4
+    assert metrics["out_of_label_set"] == 1
+    assert (metrics["bad_calls"], metrics["repairs"], metrics["usage"]["input_tokens"]) == (4, {"quotes": 4}, 40)
+    assert metrics["by_group"]["label"] == {"REFUTES": {"n": 2, "accuracy": 1.0}, "SUPPORTS": {"n": 2, "accuracy": 0.0}}
+    table = format_table(metrics, "fever")
+    assert "answers not a label  1" in table and "NOT APPLIED" in table and "60.9" in table  # the paper's ReAct FEVER
+
+
+def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
+    task = load_task("hotpotqa")
+    write_run(tmp_path, "hotpotqa", [record(i, **task.score(p, "Paris")) for i, p in enumerate(["Paris", "paris.", "Lyon", ""])])
+    metrics = summarize(tmp_path, task)
+    assert metrics["em"]["mean"] == 0.5
+    low, high = metrics["em"]["ci95"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert "out_of_label_set" not in metrics
