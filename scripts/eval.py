@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.models.base import ConfigError  # noqa: E402
+from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.tasks import DataError  # noqa: E402
@@ -37,7 +38,7 @@ def main(cfg: DictConfig) -> None:
         if run_cfg.model.get("provider") == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)
         result = asyncio.run(evaluate(run_cfg))
-    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError) as exc:
+    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError, ScriptError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     print()

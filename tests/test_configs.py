@@ -83,3 +83,10 @@ def test_unknown_model_keys_are_named():
 
     with pytest.raises(ConfigError, match=r"unknown AnthropicConfig setting\(s\) \['temprature'\]"):
         typed_config(AnthropicConfig, {"name": "claude-sonnet-5-5", "temprature": 0})
+
+
+def test_cot_sc_settings_are_top_level_and_fixed_by_the_paper_protocol():
+    run = RunConfig.from_mapping(composed("protocol=custom", "cot_sc_samples=5", "cot_sc_temperature=0.9"))
+    assert (run.solve.cot_sc_samples, run.solve.cot_sc_temperature) == (5, 0.9)
+    with pytest.raises(ConfigError, match="cot_sc_samples"):
+        RunConfig.from_mapping(composed("cot_sc_samples=5"))

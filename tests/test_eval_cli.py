@@ -105,3 +105,11 @@ def test_resume_refuses_a_run_with_other_model_settings(tmp_path):
     other.write_text(script.read_text())
     refused = eval_py(*common, f"model.script={other}", "resume=true")
     assert refused.returncode == 2 and "fingerprint differs" in refused.stderr
+
+
+def test_a_scripted_model_that_runs_out_is_one_clear_line(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" Hmm.\nAction 1: Search[Ed Wood]"]))
+    result = eval_py("model=scripted", f"model.script={script}", "n=1", f"results_dir={tmp_path}")
+    assert result.returncode == 2 and "error: request 2 asked past the end" in result.stderr
+    assert "Traceback" not in result.stderr

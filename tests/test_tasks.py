@@ -246,7 +246,7 @@ def test_data_dir_resolution_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     shared.mkdir(parents=True)
     (cwd / "data").rmdir()
     assert resolve_data_dir() == shared.resolve()  # ../shared/data from the working directory
-    with pytest.raises(DataUnavailableError, match="task.data_dir=.*missing"):
+    with pytest.raises(DataUnavailableError, match="data_dir=.*missing"):
         resolve_data_dir(str(tmp_path / "missing"))
 
 

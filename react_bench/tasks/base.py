@@ -112,15 +112,15 @@ class TaskConfig:
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
-            raise ConfigError(f"task.split={self.split!r}: choose one of {', '.join(SPLITS)}")
+            raise ConfigError(f"split={self.split!r}: choose one of {', '.join(SPLITS)}")
         if self.source not in SOURCES:
             raise ConfigError(f"task.source={self.source!r}: choose one of {', '.join(SOURCES)}")
         if self.on_missing not in ("error", "skip"):
             raise ConfigError(f"task.on_missing={self.on_missing!r}: choose error or skip")
         if self.n is not None and self.n < 0:
-            raise ConfigError(f"task.n={self.n}: must be >= 0 (or null for all)")
+            raise ConfigError(f"n={self.n}: must be >= 0 (or null for all)")
         if self.offset < 0:
-            raise ConfigError(f"task.offset={self.offset}: must be >= 0")
+            raise ConfigError(f"offset={self.offset}: must be >= 0")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TaskConfig:
@@ -191,7 +191,7 @@ def select(pool: Pool, config: TaskConfig, exclude: frozenset[str] = frozenset()
     if config.ids is not None:
         asked = [i for i in config.ids if i in exclude]
         if asked:
-            raise ConfigError(f"task.ids asks for few-shot exemplar ids {asked}: they are left out of every split")
+            raise ConfigError(f"ids asks for few-shot exemplar ids {asked}: they are left out of every split")
         wanted = [(i, pool.lookup(i)) for i in config.ids]
         label = "ids"
     else:

@@ -2,7 +2,7 @@
 
 Decisions a next engineer needs:
 
-- Data folder: ``task.data_dir`` if set, else ``$REACT_BENCH_DATA_DIR``, else the first of
+- Data folder: ``data_dir`` if set, else ``$REACT_BENCH_DATA_DIR``, else the first of
   ``./data`` and ``../shared/data`` that exists, tried relative to the working directory and
   then to the repository root. An explicitly set folder (setting or variable) that does not
   exist is an error, not a silent fall-through to other data.
@@ -63,7 +63,7 @@ def candidate_dirs() -> list[Path]:
 
 def resolve_data_dir(setting: str | None = None) -> Path:
     """The data folder (module docstring); ``DataUnavailableError`` when there is none."""
-    for explicit, what in ((setting, "task.data_dir"), (os.environ.get(ENV_DATA_DIR), ENV_DATA_DIR)):
+    for explicit, what in ((setting, "data_dir"), (os.environ.get(ENV_DATA_DIR), ENV_DATA_DIR)):
         if explicit:
             path = Path(explicit).expanduser()
             if not path.is_dir():
@@ -74,7 +74,7 @@ def resolve_data_dir(setting: str | None = None) -> Path:
             return path.resolve()
     tried = ", ".join(str(p) for p in candidate_dirs())
     raise DataUnavailableError(
-        f"no data folder: set task.data_dir or {ENV_DATA_DIR} to the folder holding hotpotqa/ "
+        f"no data folder: set data_dir or {ENV_DATA_DIR} to the folder holding hotpotqa/ "
         f"and fever/ (e.g. ../shared/data). Tried: {tried}"
     )
 
@@ -303,6 +303,6 @@ def resolve_pool(
 
 
 _WHAT_TO_SET = (
-    f"Set task.data_dir or {ENV_DATA_DIR} to a folder holding {{rel}} (the project's offline data is "
+    f"Set data_dir or {ENV_DATA_DIR} to a folder holding {{rel}} (the project's offline data is "
     "../shared/data), or task.data_file to the file itself"
 )
