@@ -51,7 +51,8 @@ STYLES_OF_MODE = {
 # with a longer timeout or more threads. Everything else (model file, seed, wiki) is in it.
 OPERATIONAL_KEYS = frozenset(
     {"label", "default_n", "max_retries", "timeout_s", "n_threads", "n_threads_batch", "user_agent",
-     "max_attempts", "backoff_s", "store"}
+     "max_attempts", "backoff_s", "store",
+     "script"}  # a scripted model (a test tool) continues a resumed run from a new script
 )
 
 
@@ -250,7 +251,14 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
                     on_event(RunProgress(n_done + finished, n_total, example.id))
 
     try:
-        await asyncio.gather(*(one(e) for e in todo))
+        # A TaskGroup cancels and awaits the examples in flight if one raises (a bug of ours),
+        # so nothing still uses the wiki when the run closes it.
+        try:
+            async with asyncio.TaskGroup() as group:
+                for example in todo:
+                    group.create_task(one(example))
+        except BaseExceptionGroup as failed:
+            raise failed.exceptions[0] from None
     finally:
         bar.close()
     return finished

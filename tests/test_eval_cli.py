@@ -96,17 +96,6 @@ def test_data_errors_are_one_clear_line(tmp_path):
     assert "Traceback" not in result.stderr
 
 
-def test_resume_refuses_a_run_with_other_model_settings(tmp_path):
-    script = tmp_path / "script.json"
-    script.write_text(json.dumps([" Done.\nAction 1: Finish[yes]"]))
-    common = ["model=scripted", "n=1", f"results_dir={tmp_path / 'results'}", "run_id=r"]
-    assert eval_py(*common, f"model.script={script}").returncode == 0
-    other = tmp_path / "other.json"
-    other.write_text(script.read_text())
-    refused = eval_py(*common, f"model.script={other}", "resume=true")
-    assert refused.returncode == 2 and "fingerprint differs" in refused.stderr
-
-
 def test_a_scripted_model_that_runs_out_is_one_clear_line(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" Hmm.\nAction 1: Search[Ed Wood]"]))

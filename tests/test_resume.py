@@ -60,3 +60,17 @@ async def test_resume_treats_a_record_without_its_newline_as_unfinished(tmp_path
     assert again.n_new == 1
     assert ids_of(examples) == all_ids  # one record per line, none glued to the next
     assert sorted(load_cassette(calls)[1]) == sorted(all_ids)
+
+
+async def test_resume_refuses_a_run_with_other_model_settings(tmp_path):
+    import dataclasses
+
+    import pytest
+
+    from react_bench.models.base import ConfigError
+
+    first = config(tmp_path, [" yes", " no", " maybe"])
+    await evaluate(dataclasses.replace(first, model={**first.model, "seed": 1}), out=io.StringIO())
+    other = config(tmp_path, [" maybe"], resume=True)
+    with pytest.raises(ConfigError, match="fingerprint differs"):
+        await evaluate(dataclasses.replace(other, model={**other.model, "seed": 2}), out=io.StringIO())
