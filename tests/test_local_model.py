@@ -249,3 +249,16 @@ def test_gemma_is_assembled_from_its_parts_into_the_cache(monkeypatch: pytest.Mo
     assert path.parent == tmp_path / "models"
     assert hashlib.sha256(path.read_bytes()).hexdigest() == GEMMA_SHA256
     assert resolve_model_path("gemma3-270m") == path  # reused, not rebuilt
+
+
+async def test_gemma_runs_a_greedy_completion_with_stops(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path))
+    try:
+        model = LocalModel(LocalConfig(name="gemma3-270m", n_ctx=512))
+    except ConfigError as exc:
+        pytest.skip(str(exc))
+    request = ModelRequest(prompt="Question: What is the capital of France?\nAnswer:", max_tokens=12, temperature=0.0,
+                           stop=("\n",))
+    first, second = await generate(model, request), await generate(model, request)
+    assert first.text == second.text and "\n" not in first.text
+    assert first.usage.output_tokens > 0
