@@ -39,7 +39,8 @@ from react_bench.metrics import normalize_answer
 from react_bench.models.base import ModelClient, ThinkingConfig
 from react_bench.prompts import PromptSpec
 from react_bench.runners.common import Sampling
-from react_bench.runners.text import AnswerPolicy, StepStats, TextActionEnv, TextPolicy
+from react_bench.runners.common import StepStats
+from react_bench.runners.text import AnswerPolicy, TextActionEnv, TextPolicy
 from react_bench.runners.tool_use import ToolUsePolicy
 from react_bench.types import Message, Usage, message_to_dict
 
@@ -172,7 +173,7 @@ class Solver:
         answers = [s.prediction for s in samples]
         vote = majority_vote(answers)
         errors = [s.error for s in samples if s.error]
-        stats = StepStats(calls=sum(s.stats.calls for s in samples))
+        stats = sum((s.stats for s in samples), StepStats())
         return Outcome(
             prediction=vote.answer,
             route="cot_sc",
@@ -195,15 +196,13 @@ class Solver:
             sampling = Sampling(s.max_tokens, s.temperature)
             policy: Any = TextPolicy(self.model, self.prompts[style], question, style, s.parser, sampling)
             result = await self._episode(policy, TextActionEnv(env), loop, on_event)
-            stats = policy.stats
         else:
             prompt = self.prompts["tool_use_act" if style == "act" else "tool_use"]
             policy = ToolUsePolicy(
                 self.model, prompt, question, env.tools(), style, s.thinking, s.tool_max_tokens, s.temperature
             )
             result = await self._episode(policy, env, loop, on_event)
-            stats = StepStats(calls=result.steps + (1 if loop.on_limit == "wrap_up" and result.reason == "step_limit" else 0))
-        return _outcome(result, style, stats)
+        return _outcome(result, style, policy.stats)
 
 
 class _NoEnv:
@@ -237,12 +236,6 @@ def _outcome(result: EpisodeResult, route: str, stats: StepStats) -> Outcome:
 
 def _merge(first: Outcome, second: Outcome, route: str) -> Outcome:
     """The backoff result: the second part's answer, both parts' costs and trajectories."""
-    stats = StepStats(
-        calls=first.stats.calls + second.stats.calls,
-        bad_calls=first.stats.bad_calls + second.stats.bad_calls,
-        repairs={**first.stats.repairs},
-    )
-    stats.add_repairs([r for r, n in second.stats.repairs.items() for _ in range(n)])
     return Outcome(
         prediction=second.prediction,
         route=route,
@@ -254,5 +247,5 @@ def _merge(first: Outcome, second: Outcome, route: str) -> Outcome:
         samples=first.samples or second.samples,
         vote=first.vote or second.vote,
         episodes=first.episodes + second.episodes,
-        stats=stats,
+        stats=first.stats + second.stats,
     )

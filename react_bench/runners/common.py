@@ -15,21 +15,10 @@ paper's re-ask stop ``\\n`` is whitespace-only) is honoured all the same.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
-from react_bench.events import (
-    AgentEvent,
-    AssistantTextDelta,
-    AssistantThinkingDelta,
-    BlockStart,
-    BlockStop,
-    MessageStart,
-    MessageStop,
-    SignatureDelta,
-    TextDelta,
-    ThinkingDelta,
-    ToolInputDelta,
-)
+from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
 from react_bench.models.base import ModelClient, ModelRequest
 from react_bench.models.collector import ResponseCollector
 from react_bench.models.scripted import cut_at_stop
@@ -41,16 +30,27 @@ async def stream_turn(model: ModelClient, request: ModelRequest, step: int) -> A
     collector = ResponseCollector()
     async for event in model.stream(request):
         collector.feed(event)
-        match event:
-            case TextDelta(text=text) if text:
-                yield AssistantTextDelta(step, text)
-            case ThinkingDelta(thinking=thinking) if thinking:
-                yield AssistantThinkingDelta(step, thinking)
-            case TextDelta() | ThinkingDelta() | MessageStart() | BlockStart() | SignatureDelta():
-                pass
-            case ToolInputDelta() | BlockStop() | MessageStop():
-                pass
+        if isinstance(event, TextDelta) and event.text:
+            yield AssistantTextDelta(step, event.text)
+        elif isinstance(event, ThinkingDelta) and event.thinking:
+            yield AssistantThinkingDelta(step, event.thinking)
     yield collector.response()
+
+
+@dataclass
+class StepStats:
+    """Per-example counts the results report: model calls, bad calls (the paper's re-asks),
+    and the robust parser's repairs by name."""
+
+    calls: int = 0
+    bad_calls: int = 0
+    repairs: Counter[str] = field(default_factory=Counter)
+
+    def add_repairs(self, repairs: Sequence[str]) -> None:
+        self.repairs.update(repairs)
+
+    def __add__(self, other: StepStats) -> StepStats:
+        return StepStats(self.calls + other.calls, self.bad_calls + other.bad_calls, self.repairs + other.repairs)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from react_bench.events import AgentEvent, ParseError
 from react_bench.loop import Decision, Environment, Observation, ToolCall
 from react_bench.models.base import ModelClient, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import Sampling, complete_text
+from react_bench.runners.common import Sampling, StepStats, complete_text
 from react_bench.runners.parsing import REASK_STOP, extract_answer, parse_act, parse_step, reask_suffix, step_stop
 from react_bench.types import Message, ToolResultBlock, Usage
 
@@ -45,19 +45,6 @@ class TextActionEnv:
         if name != TEXT_ACTION_TOOL:
             raise ValueError(f"the text runner only executes {TEXT_ACTION_TOOL!r}, not {name!r}")
         return await self.env.step_text(str(arguments["action"]))
-
-
-@dataclass
-class StepStats:
-    """Per-example counts the results report (bad calls = the paper's re-asks)."""
-
-    calls: int = 0
-    bad_calls: int = 0
-    repairs: dict[str, int] = field(default_factory=dict)
-
-    def add_repairs(self, repairs: Sequence[str]) -> None:
-        for repair in repairs:
-            self.repairs[repair] = self.repairs.get(repair, 0) + 1
 
 
 def base_prompt(prompt: PromptSpec, question: str) -> str:

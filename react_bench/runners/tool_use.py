@@ -16,14 +16,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from react_bench.events import AgentEvent
 from react_bench.loop import Decision, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import stream_turn
+from react_bench.runners.common import StepStats, stream_turn
 from react_bench.runners.parsing import extract_answer
 from react_bench.types import Message, ModelResponse, TextBlock
 
@@ -38,6 +38,7 @@ class ToolUsePolicy:
     thinking: ThinkingConfig | None = None
     max_tokens: int = 1024
     temperature: float | None = 0.0
+    stats: StepStats = field(default_factory=StepStats)
 
     def _request(self, history: Sequence[Message], notice: str | None = None) -> ModelRequest:
         messages = [Message.user(f"{self.prompt.label}: {self.question}"), *history]
@@ -62,6 +63,7 @@ class ToolUsePolicy:
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
         response: ModelResponse | None = None
+        self.stats.calls += 1
         async for item in stream_turn(self.model, request, step):
             if isinstance(item, ModelResponse):
                 response = item
