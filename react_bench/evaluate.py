@@ -20,32 +20,21 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import capabilities_to_dict, make_model
-from react_bench.models.base import ConfigError, ModelClient, ModelRequest, ToolSpec, adapt_request
-from react_bench.types import Message
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelClient
 from react_bench.models.replay import RecordingModel, cassette_line, example_scope
-from react_bench.modes import Outcome, Solver, SolveSettings
-from react_bench.prompts import load_prompt
+from react_bench.modes import MODE_SPECS, Outcome, Solver
+from react_bench.prompts import PromptSpec, load_prompt
 from react_bench.results import summarize
 from react_bench.runconfig import RunConfig
-from react_bench.tasks import Example, TaskConfig, load_task
-
-STYLES_OF_MODE = {
-    "standard": ("standard",),
-    "cot": ("cot",),
-    "cot_sc": ("cot",),
-    "act": ("act",),
-    "react": ("react",),
-    "react_cot_sc": ("react", "cot"),
-    "cot_sc_react": ("cot", "react"),
-}
-
+from react_bench.tasks import Example, load_task
 
 # Settings that cannot change an answer: left out of the fingerprint, so a run may be resumed
 # with a longer timeout or more threads. Everything else (model file, seed, wiki) is in it.
@@ -65,86 +54,57 @@ class RunResult:
 
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
     s = cfg.solve
-    return cfg.results_dir / cfg.task / _safe(cfg.model_label) / f"{s.mode}-{s.runner}" / run_id
+    return cfg.results_dir / cfg.task.name / _safe(cfg.model_label) / f"{s.mode}-{s.runner}" / run_id
 
 
 def _safe(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
-def not_applied_settings(model: ModelClient, s: SolveSettings) -> list[str]:
-    """Protocol settings this model will not take (recorded, never silently assumed).
-
-    Probes the run's kinds of request through the client's own ``plan`` where it has one
-    (it knows provider rules beyond the capability table), else through ``adapt_request``.
-    """
-    probe = ModelRequest(messages=(Message.user("probe"),), max_tokens=s.max_tokens)
-    probes = [replace(probe, temperature=s.temperature)]
-    if s.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
-        probes.append(replace(probe, temperature=s.cot_sc_temperature, sample_index=0))
-    if s.runner == "tool_use" and s.mode not in ("standard", "cot", "cot_sc"):
-        act = s.mode == "act"
-        probes.append(
-            replace(
-                probe,
-                tools=(ToolSpec("search", "probe", {"type": "object", "properties": {}}),),
-                tool_choice="any" if act else "auto",
-                thinking=None if act else s.thinking,
-                temperature=None if s.thinking is not None and not act else s.temperature,
-                max_tokens=s.tool_max_tokens,
-            )
-        )
-    plan = getattr(model, "plan", None)
+def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
+    """Protocol settings this model will not take (recorded, never silently assumed): asked
+    of the model for the first request of every kind the mode's policies send."""
     dropped: list[str] = []
-    for request in probes:
-        lost = plan(request).not_applied if plan is not None else adapt_request(request, model.capabilities)[1]
-        dropped += [d for d in lost if d not in dropped]
+    for request in solver.probe_requests():
+        dropped += [d for d in model.not_applied(request) if d not in dropped]
     return dropped
 
 
-def build_prompts(cfg: RunConfig) -> dict[str, Any]:
-    styles = list(STYLES_OF_MODE[cfg.solve.mode])
-    if cfg.solve.runner == "tool_use":
-        styles = [{"react": "tool_use", "act": "tool_use_act"}.get(s, s) for s in styles]
+def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
+    keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
+    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
+    if cfg.prompt_file is not None and len(foreign_keys) > 1:
+        raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
     prompts = {}
-    for style in styles:
-        foreign = cfg.prompt_file is not None and style in ("react", "act", "cot", "standard")
-        if foreign and len(STYLES_OF_MODE[cfg.solve.mode]) > 1:
-            raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {styles}")
-        prompts[style] = load_prompt(cfg.task, style, cfg.prompt_file if foreign else None, cfg.prompt_key)
+    for key in keys:
+        foreign = cfg.prompt_file is not None and key in foreign_keys
+        prompts[key] = load_prompt(cfg.task.name, key, cfg.prompt_file if foreign else None, cfg.prompt_key)
     return prompts
 
 
 async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[[AgentEvent], None] | None = None) -> RunResult:
-    task = load_task(cfg.task)
-    examples = task.examples(
-        TaskConfig(
-            split=cfg.split, n=cfg.n if cfg.n is not None else cfg.model.get("default_n"), offset=cfg.offset,
-            ids=cfg.ids, on_missing=cfg.on_missing, data_dir=cfg.data_dir, data_file=cfg.data_file,
-            source=cfg.source,
-        )
-    )
+    task = load_task(cfg.task.name)
+    examples = task.examples(cfg.task)
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
         print(f"coverage: {task.coverage.summary()}", file=out)
     model = RecordingModel(make_model(cfg.model))
     prompts = build_prompts(cfg)
     env_factory = None
-    if cfg.solve.mode not in ("standard", "cot", "cot_sc"):
+    if MODE_SPECS[cfg.solve.mode].needs_env:
         from react_bench.tasks import resolve_data_dir
-        from react_bench.wiki import WikiConfig, make_env_factory
+        from react_bench.wiki import make_env_factory
 
-        wiki = WikiConfig.from_mapping(cfg.wiki)
-        env_factory = make_env_factory(wiki, task=cfg.task, data_dir=resolve_data_dir(cfg.data_dir))
+        env_factory = make_env_factory(cfg.wiki, task=cfg.task.name, data_dir=resolve_data_dir(cfg.task.data_dir))
     solver = Solver(cfg.solve, model, prompts, env_factory)
-    not_applied = not_applied_settings(model, cfg.solve)
+    not_applied = not_applied_settings(model, solver)
     settings = {
         "protocol": cfg.protocol,
         "solve": _jsonable(asdict(cfg.solve)),
-        "task": cfg.task,
-        "split": cfg.split,
+        "task": cfg.task.name,
+        "split": cfg.task.split,
         "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
         "model": {k: v for k, v in cfg.model.items() if k not in OPERATIONAL_KEYS},
-        "wiki": {k: v for k, v in cfg.wiki.items() if k not in OPERATIONAL_KEYS} if env_factory else None,
+        "wiki": {k: v for k, v in asdict(cfg.wiki).items() if k not in OPERATIONAL_KEYS} if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
     run_id = cfg.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
@@ -231,7 +191,7 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
     semaphore = asyncio.Semaphore(cfg.concurrency)
     write_lock = asyncio.Lock()
     cassette_kind = "completions" if cfg.solve.runner == "text" else "responses"
-    bar = tqdm(total=n_total, initial=n_done, desc=f"{cfg.task} {cfg.solve.mode}", unit="ex", file=out,
+    bar = tqdm(total=n_total, initial=n_done, desc=f"{cfg.task.name} {cfg.solve.mode}", unit="ex", file=out,
                disable=not cfg.progress, dynamic_ncols=True)
     finished = 0
 

@@ -5,8 +5,9 @@ Rules (DESIGN section 3):
   observation carries a ``final_answer`` (the environment's ``finish``). Nothing else ends an
   episode early, except a model failure (``ModelError``), reported as reason ``error``.
 - A step cap is mandatory. At the cap, ``on_limit`` decides: ``give_up`` (the paper: an empty
-  answer), ``wrap_up`` (one more call without tools, told that the steps are used up), or
-  ``backoff`` (ends like ``give_up``; the mode then hands the example to CoT-SC).
+  answer) or ``wrap_up`` (one more call without tools, told that the steps are used up).
+  Handing the example to another mode (ReAct -> CoT-SC) is the mode's business (``modes.py``),
+  not the loop's: the loop ends with reason ``step_limit`` and the mode decides.
 - A tool that raises is a result with ``is_error=True``; the episode goes on. Only an
   ``EpisodeAbort`` (the environment cannot answer faithfully, e.g. a replay miss) ends the
   episode, with reason ``error``.
@@ -40,8 +41,8 @@ from react_bench.models.base import ModelError, ToolSpec
 from react_bench.models.collector import StreamProtocolError
 from react_bench.types import Message, ToolResultBlock, Usage
 
-OnLimit = Literal["give_up", "wrap_up", "backoff"]
-ON_LIMIT_POLICIES: tuple[str, ...] = ("give_up", "wrap_up", "backoff")
+OnLimit = Literal["give_up", "wrap_up"]
+ON_LIMIT_POLICIES: tuple[str, ...] = ("give_up", "wrap_up")
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,29 @@ class PolicyError(RuntimeError):
     """The policy broke the seam's contract (a bug in our code, so it raises)."""
 
 
+@dataclass
+class _Turn:
+    """What one drained policy turn gave: its Decision, or the model failure that ended it."""
+
+    decision: Decision | None = None
+    error: str | None = None
+
+
+async def _drain(turn: AsyncIterator[AgentEvent | Decision], slot: _Turn, what: str) -> AsyncIterator[AgentEvent]:
+    """Forward a policy turn's events; put its Decision (or its model failure) in ``slot``."""
+    try:
+        async for item in turn:
+            if isinstance(item, Decision):
+                slot.decision = item
+            else:
+                yield item
+    except (ModelError, StreamProtocolError) as exc:
+        slot.error = f"{type(exc).__name__}: {exc}"
+        return
+    if slot.decision is None:
+        raise PolicyError(f"policy ended {what} without a Decision")
+
+
 async def run_episode(
     policy: Policy,
     env: Environment,
@@ -127,18 +151,13 @@ async def run_episode(
     total = Usage()
     for step in range(1, config.max_steps + 1):
         yield StepStarted(step)
-        try:
-            decision: Decision | None = None
-            async for item in policy.decide(history, step):
-                if isinstance(item, Decision):
-                    decision = item
-                else:
-                    yield item
-        except (ModelError, StreamProtocolError) as exc:
-            yield EpisodeFinished("", "error", step, total, error=f"{type(exc).__name__}: {exc}")
+        turn = _Turn()
+        async for event in _drain(policy.decide(history, step), turn, f"step {step}"):
+            yield event
+        if turn.decision is None:
+            yield EpisodeFinished("", "error", step, total, error=turn.error)
             return
-        if decision is None:
-            raise PolicyError(f"policy {type(policy).__name__} ended step {step} without a Decision")
+        decision = turn.decision
         total += decision.usage
         history.append(decision.message)
         if not decision.calls:
@@ -171,21 +190,15 @@ async def run_episode(
     steps = config.max_steps
     if config.on_limit == "wrap_up":
         notice = config.wrap_up_notice.format(steps=steps)
-        try:
-            decision = None
-            async for item in policy.wrap_up(history, steps + 1, notice):
-                if isinstance(item, Decision):
-                    decision = item
-                else:
-                    yield item
-        except (ModelError, StreamProtocolError) as exc:
-            yield EpisodeFinished("", "error", steps, total, error=f"{type(exc).__name__}: {exc}")
+        turn = _Turn()
+        async for event in _drain(policy.wrap_up(history, steps + 1, notice), turn, "its wrap-up"):
+            yield event
+        if turn.decision is None:
+            yield EpisodeFinished("", "error", steps, total, error=turn.error)
             return
-        if decision is None:
-            raise PolicyError(f"policy {type(policy).__name__} ended its wrap-up without a Decision")
-        total += decision.usage
-        history.append(decision.message)
-        yield EpisodeFinished(decision.answer, "step_limit", steps, total)
+        total += turn.decision.usage
+        history.append(turn.decision.message)
+        yield EpisodeFinished(turn.decision.answer, "step_limit", steps, total)
         return
     yield EpisodeFinished("", "step_limit", steps, total)
 

@@ -1,33 +1,39 @@
 """The paper's prompting modes on the shared loop, and the two combinations.
 
-| mode | what runs |
-| --- | --- |
-| ``standard`` | one call: exemplars of question -> answer |
-| ``cot`` | one call: exemplars with a reasoning line, answer after ``Answer:`` |
-| ``cot_sc`` | ``n`` CoT samples (paper: 21 at temperature 0.7), majority vote on normalised answers |
-| ``act`` | actions and observations, no thoughts (tool-use runner: no thinking, a tool every turn) |
-| ``react`` | thoughts, actions, observations |
-| ``react_cot_sc`` | ReAct; CoT-SC when ReAct gives no answer within the step cap |
-| ``cot_sc_react`` | CoT-SC; ReAct when the majority answer has fewer than n/2 votes |
+One table, ``MODE_SPECS``, says what each mode is: the part that runs first, and the part
+that takes over when the first gives no usable answer (the backoff). Everything that needs
+to know about a mode (the prompts it loads, whether it needs the environment, which requests
+it sends) reads that table; ``Solver.solve`` dispatches on it.
+
+| mode | first part | backoff part (when) |
+| --- | --- | --- |
+| ``standard`` | one call: exemplars of question -> answer | |
+| ``cot`` | one call: exemplars with a reasoning line, answer after ``Answer:`` | |
+| ``cot_sc`` | ``n`` CoT samples (paper: 21 at 0.7), majority vote on normalised answers | |
+| ``act`` | actions and observations, no thoughts (tool-use runner: no thinking, a tool every turn) | |
+| ``react`` | thoughts, actions, observations | |
+| ``react_cot_sc`` | ReAct | CoT-SC, when ReAct gives no answer within the step cap |
+| ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
 
 Decisions written down:
-- Every mode runs through ``loop.run_episode``; the one-call modes are one-step episodes.
-- Modes without actions (standard, cot, cot_sc) send the text protocol under both runners:
+- Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes.
+- Parts without actions (standard, cot, cot_sc) send the text protocol under both runners:
   the runner only changes how actions are taken.
 - Votes: empty answers do not vote; ties go to the answer seen first; the answer reported
   is the first raw sample of the winning group. Samples run one after another (so replay
   serves them in order) and every sample is kept, so accuracy at k = 1..n can be computed
   from one pool (the paper's Figure 2). Each sample has its own ``sample_index`` (cache key).
-- ``react`` with ``on_limit=backoff`` is ``react_cot_sc``. Backoff happens when the episode
-  hit the cap or finished with an empty answer, never after a model error.
+- ReAct -> CoT-SC backs off when the episode hit the cap or finished with an empty answer,
+  never after a model error. (``on_limit=backoff`` on the command line is this mode.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, assert_never
 
+from react_bench.errors import ConfigError
 from react_bench.events import (
     AgentEvent,
     AssistantTextDelta,
@@ -36,17 +42,67 @@ from react_bench.events import (
 )
 from react_bench.loop import EpisodeResult, LoopConfig, run_episode, run_to_end
 from react_bench.metrics import normalize_answer
-from react_bench.models.base import ModelClient, ThinkingConfig
+from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import Sampling
-from react_bench.runners.common import StepStats
+from react_bench.runners.common import Sampling, StepStats
 from react_bench.runners.text import AnswerPolicy, TextActionEnv, TextPolicy
 from react_bench.runners.tool_use import ToolUsePolicy
 from react_bench.types import Message, Usage, message_to_dict
 
-MODES = ("standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react")
+Part = Literal["standard", "cot", "cot_sc", "act", "react"]
 Runner = Literal["text", "tool_use"]
 EventSink = Callable[[AgentEvent], None]
+
+
+@dataclass(frozen=True)
+class ModeSpec:
+    """What a mode runs: ``first``, then ``backoff`` when ``first`` gives no usable answer."""
+
+    first: Part
+    backoff: Part | None = None
+
+    @property
+    def parts(self) -> tuple[Part, ...]:
+        return (self.first,) if self.backoff is None else (self.first, self.backoff)
+
+    @property
+    def needs_env(self) -> bool:
+        return any(part in ("act", "react") for part in self.parts)
+
+    @property
+    def samples(self) -> bool:
+        """Whether the mode draws CoT-SC samples (at ``cot_sc_temperature``)."""
+        return "cot_sc" in self.parts
+
+    def prompt_keys(self, runner: Runner) -> tuple[str, ...]:
+        """The prompt styles the mode loads (``prompts.load_prompt``), in the order they run."""
+        return tuple(dict.fromkeys(prompt_key(part, runner) for part in self.parts))
+
+
+def prompt_key(part: Part, runner: Runner) -> str:
+    match part:
+        case "standard" | "cot":
+            return part
+        case "cot_sc":
+            return "cot"
+        case "act":
+            return "tool_use_act" if runner == "tool_use" else "act"
+        case "react":
+            return "tool_use" if runner == "tool_use" else "react"
+        case _:
+            assert_never(part)
+
+
+MODE_SPECS: dict[str, ModeSpec] = {
+    "standard": ModeSpec("standard"),
+    "cot": ModeSpec("cot"),
+    "cot_sc": ModeSpec("cot_sc"),
+    "act": ModeSpec("act"),
+    "react": ModeSpec("react"),
+    "react_cot_sc": ModeSpec("react", backoff="cot_sc"),
+    "cot_sc_react": ModeSpec("cot_sc", backoff="react"),
+}
+MODES: tuple[str, ...] = tuple(MODE_SPECS)
 
 
 @dataclass(frozen=True)
@@ -63,10 +119,10 @@ class SolveSettings:
     tool_max_tokens: int = 1024
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"unknown mode {self.mode!r}; one of {MODES}")
+        if self.mode not in MODE_SPECS:
+            raise ConfigError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
         if self.runner not in ("text", "tool_use"):
-            raise ValueError(f"unknown runner {self.runner!r}; one of text, tool_use")
+            raise ConfigError(f"unknown runner {self.runner!r}; one of text, tool_use")
         if self.cot_sc_samples < 1:
             raise ValueError("cot_sc_samples must be at least 1")
 
@@ -111,6 +167,20 @@ class Outcome:
 EnvFactory = Callable[[], Any]
 
 
+def wants_backoff(part: Part, outcome: Outcome) -> bool:
+    """Whether ``outcome`` of ``part`` is handed to the mode's backoff part."""
+    match part:
+        case "act" | "react":
+            return outcome.reason != "error" and not outcome.prediction.strip()
+        case "cot_sc":
+            assert outcome.vote is not None
+            return outcome.vote.count < outcome.vote.total / 2
+        case "standard" | "cot":
+            return False
+        case _:
+            assert_never(part)
+
+
 class Solver:
     """Solves one example in the configured mode; shared across examples of a run."""
 
@@ -122,29 +192,69 @@ class Solver:
         env_factory: EnvFactory | None,
     ):
         self.settings = settings
+        self.spec = MODE_SPECS[settings.mode]
         self.model = model
         self.prompts = prompts
         self.env_factory = env_factory
 
     async def solve(self, question: str, on_event: EventSink | None = None) -> Outcome:
-        mode, loop = self.settings.mode, self.settings.loop
-        if mode == "react_cot_sc":
-            mode, loop = "react", replace(loop, on_limit="backoff")
-        if mode in ("standard", "cot"):
-            return await self._one_call(question, mode, on_event)
-        if mode == "cot_sc":
-            return await self._cot_sc(question, on_event)
-        if mode in ("react", "act"):
-            outcome = await self._agent(question, mode, loop, on_event)
-            if loop.on_limit == "backoff" and outcome.reason != "error" and not outcome.prediction.strip():
-                return _merge(outcome, await self._cot_sc(question, on_event), "react->cot_sc")
-            return outcome
-        assert mode == "cot_sc_react"
-        first = await self._cot_sc(question, on_event)
-        assert first.vote is not None
-        if first.vote.count < first.vote.total / 2:
-            return _merge(first, await self._agent(question, "react", loop, on_event), "cot_sc->react")
+        spec = self.spec
+        first = await self._part(spec.first, question, on_event)
+        if spec.backoff is not None and wants_backoff(spec.first, first):
+            second = await self._part(spec.backoff, question, on_event)
+            return _merge(first, second, f"{spec.first}->{spec.backoff}")
         return first
+
+    def probe_requests(self, question: str = "probe") -> list[ModelRequest]:
+        """The first request of every kind this mode sends, built by the policies themselves
+        (so what a model will not apply is asked of the requests really sent)."""
+        requests = []
+        for part in self.spec.parts:
+            match part:
+                case "standard" | "cot":
+                    requests.append(self._answer_policy(question, part, self._sampling()).first_request())
+                case "cot_sc":
+                    requests.append(self._answer_policy(question, "cot", self._sampling(0)).first_request())
+                case "act" | "react":
+                    tools = self._new_env().tools() if self.settings.runner == "tool_use" else ()
+                    requests.append(self._agent_policy(question, part, tools).first_request())
+                case _:
+                    assert_never(part)
+        return requests
+
+    async def _part(self, part: Part, question: str, on_event: EventSink | None) -> Outcome:
+        match part:
+            case "standard" | "cot":
+                return await self._one_call(question, part, on_event, self._sampling())
+            case "cot_sc":
+                return await self._cot_sc(question, on_event)
+            case "act" | "react":
+                return await self._agent(question, part, on_event)
+            case _:
+                assert_never(part)
+
+    def _sampling(self, sample_index: int | None = None) -> Sampling:
+        s = self.settings
+        if sample_index is None:
+            return Sampling(s.max_tokens, s.temperature)
+        return Sampling(s.max_tokens, s.cot_sc_temperature, sample_index=sample_index)
+
+    def _answer_policy(self, question: str, style: Literal["cot", "standard"], sampling: Sampling) -> AnswerPolicy:
+        return AnswerPolicy(self.model, self.prompts[style], question, style, sampling)
+
+    def _agent_policy(
+        self, question: str, style: Literal["react", "act"], tools: tuple[ToolSpec, ...]
+    ) -> TextPolicy | ToolUsePolicy:
+        s = self.settings
+        prompt = self.prompts[prompt_key(style, s.runner)]
+        if s.runner == "text":
+            return TextPolicy(self.model, prompt, question, style, s.parser, self._sampling())
+        return ToolUsePolicy(self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature)
+
+    def _new_env(self) -> Any:
+        if self.env_factory is None:
+            raise ValueError(f"mode {self.settings.mode} needs an environment")
+        return self.env_factory()
 
     async def _episode(self, policy: Any, env: Any, loop: LoopConfig, on_event: EventSink | None) -> EpisodeResult:
         history: list[Message] = []
@@ -158,18 +268,16 @@ class Solver:
         return await run_to_end(forwarded(), history)
 
     async def _one_call(
-        self, question: str, style: Literal["cot", "standard"], on_event: EventSink | None, sampling: Sampling | None = None
+        self, question: str, style: Literal["cot", "standard"], on_event: EventSink | None, sampling: Sampling
     ) -> Outcome:
-        sampling = sampling or Sampling(self.settings.max_tokens, self.settings.temperature)
-        policy = AnswerPolicy(self.model, self.prompts[style], question, style, sampling)
+        policy = self._answer_policy(question, style, sampling)
         result = await self._episode(policy, _NoEnv(), LoopConfig(max_steps=1), on_event)
         return _outcome(result, style, policy.stats)
 
     async def _cot_sc(self, question: str, on_event: EventSink | None) -> Outcome:
         samples: list[Outcome] = []
         for k in range(self.settings.cot_sc_samples):
-            sampling = Sampling(self.settings.max_tokens, self.settings.cot_sc_temperature, sample_index=k)
-            samples.append(await self._one_call(question, "cot", on_event, sampling))
+            samples.append(await self._one_call(question, "cot", on_event, self._sampling(k)))
         answers = [s.prediction for s in samples]
         vote = majority_vote(answers)
         errors = [s.error for s in samples if s.error]
@@ -187,21 +295,11 @@ class Solver:
             stats=stats,
         )
 
-    async def _agent(self, question: str, style: Literal["react", "act"], loop: LoopConfig, on_event: EventSink | None) -> Outcome:
-        if self.env_factory is None:
-            raise ValueError(f"mode {style} needs an environment")
-        env = self.env_factory()
-        s = self.settings
-        if s.runner == "text":
-            sampling = Sampling(s.max_tokens, s.temperature)
-            policy: Any = TextPolicy(self.model, self.prompts[style], question, style, s.parser, sampling)
-            result = await self._episode(policy, TextActionEnv(env), loop, on_event)
-        else:
-            prompt = self.prompts["tool_use_act" if style == "act" else "tool_use"]
-            policy = ToolUsePolicy(
-                self.model, prompt, question, env.tools(), style, s.thinking, s.tool_max_tokens, s.temperature
-            )
-            result = await self._episode(policy, env, loop, on_event)
+    async def _agent(self, question: str, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
+        env = self._new_env()
+        policy = self._agent_policy(question, style, env.tools())
+        action_env = TextActionEnv(env) if self.settings.runner == "text" else env
+        result = await self._episode(policy, action_env, self.settings.loop, on_event)
         return _outcome(result, style, policy.stats)
 
 

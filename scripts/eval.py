@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.evaluate import evaluate  # noqa: E402
-from react_bench.models.base import ConfigError  # noqa: E402
+from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
@@ -42,7 +42,7 @@ def main(cfg: DictConfig) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
     print()
-    print(format_table(result.metrics, run_cfg.task))
+    print(format_table(result.metrics, run_cfg.task.name))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
 
 

@@ -40,7 +40,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.metrics import normalize_answer  # noqa: E402
-from react_bench.runners.parsing import action_to_call  # noqa: E402
+from react_bench.wiki.env import action_to_call  # noqa: E402
 from react_bench.runners.text import paper_observation  # noqa: E402
 from react_bench.wiki.build import build_from_distractor, build_from_fever  # noqa: E402
 from react_bench.wiki.env import WikiBackend, WikiEnv  # noqa: E402

@@ -16,6 +16,7 @@ from react_bench.models.base import ThinkingConfig
 from react_bench.modes import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply
 from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock
 
@@ -33,10 +34,9 @@ def server(monkeypatch):
 
 def run_config(server, tmp_path, model: str, **solve) -> RunConfig:
     return RunConfig(
-        task="hotpotqa",
+        task=TaskConfig(name="hotpotqa", ids=(FIRST_ID,)),
         model={"provider": "anthropic", "name": model, "api_key_env": KEY_ENV, "base_url": server.base_url, "max_retries": 0},
         solve=SolveSettings(**solve),
-        ids=(FIRST_ID,),
         results_dir=tmp_path,
         progress=False,
     )

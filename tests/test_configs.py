@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from react_bench.models import META_KEYS, typed_config
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.runconfig import RunConfig
 from react_bench.wiki import WikiConfig
 
@@ -32,8 +32,15 @@ def test_every_option_of_every_group_composes(group):
     for option in options(group):
         cfg = composed(f"{group}={option}")
         run = RunConfig.from_mapping(cfg)
-        assert run.task in ("hotpotqa", "fever")
-        WikiConfig.from_mapping(cfg["wiki"])
+        typed = {
+            "task": (run.task.name, cfg["task"]["name"]),
+            "mode": (run.solve.mode, cfg["mode"]["name"]),
+            "runner": (run.solve.runner, cfg["runner"]["name"]),
+            "model": (run.model, cfg["model"]),
+            "wiki": (run.wiki.backend, cfg["wiki"]["backend"]),
+        }[group]
+        assert typed[0] == typed[1], (group, option)
+        assert run.wiki == WikiConfig.from_mapping(cfg["wiki"])
 
 
 def provider_config_class(provider: str):
@@ -62,9 +69,10 @@ def test_every_model_config_has_only_known_keys(option):
 
 def test_defaults_are_the_offline_main_job():
     run = RunConfig.from_mapping(composed())
-    assert (run.task, run.solve.mode, run.solve.runner, run.model["provider"], run.wiki["backend"]) == (
+    assert (run.task.name, run.solve.mode, run.solve.runner, run.model["provider"], run.wiki.backend) == (
         "hotpotqa", "react", "text", "local", "local",
     )
+    assert run.task.n == 5  # the local model's default_n when n is not given
     assert (run.solve.parser, run.solve.loop.max_steps, run.solve.loop.on_limit) == ("paper", 7, "give_up")
     assert (run.solve.temperature, run.solve.max_tokens, run.solve.cot_sc_samples) == (0.0, 100, 21)
 
@@ -76,6 +84,23 @@ def test_paper_protocol_refuses_deviations_and_custom_allows_them():
     assert (run.solve.parser, run.solve.loop.max_steps, run.solve.loop.on_limit) == ("robust", 10, "wrap_up")
     with pytest.raises(ValueError, match="on_limit"):
         RunConfig.from_mapping(composed("protocol=custom", "on_limit=retry"))
+
+
+def test_on_limit_backoff_is_the_react_cot_sc_mode():
+    run = RunConfig.from_mapping(composed("protocol=custom", "on_limit=backoff"))
+    assert (run.solve.mode, run.solve.loop.on_limit) == ("react_cot_sc", "give_up")
+    with pytest.raises(ConfigError, match="mode=cot has no such backoff"):
+        RunConfig.from_mapping(composed("protocol=custom", "on_limit=backoff", "mode=cot"))
+
+
+def test_task_and_wiki_sections_are_typed_by_their_own_configs():
+    run = RunConfig.from_mapping(composed("task=fever", "split=paper500", "n=7", "offset=2", "+wiki.timeout_s=3"))
+    assert (run.task.name, run.task.split, run.task.n, run.task.offset) == ("fever", "paper500", 7, 2)
+    assert run.wiki.timeout_s == 3
+    with pytest.raises(ConfigError, match="unknown wiki settings"):
+        RunConfig.from_mapping(composed("+wiki.timeout=3"))
+    with pytest.raises(ConfigError, match="n='abc': expected a whole number"):
+        RunConfig.from_mapping(composed("n=abc"))
 
 
 def test_unknown_model_keys_are_named():

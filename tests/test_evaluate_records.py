@@ -21,10 +21,9 @@ async def test_correct_follows_the_primary_metric(tmp_path, task, metric):
     script.write_text(json.dumps([f" {first.gold}", " NOT ENOUGH INFO"]))
     result = await evaluate(
         RunConfig(
-            task=task,
+            task=TaskConfig(name=task, ids=(first.id, second.id)),
             model={"provider": "scripted", "label": "scripted", "script": str(script)},
             solve=SolveSettings(mode="standard"),
-            ids=(first.id, second.id),
             results_dir=tmp_path,
             progress=False,
         ),

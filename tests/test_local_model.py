@@ -17,7 +17,8 @@ import pytest
 
 from react_bench.events import TextDelta
 from react_bench.models import local as local_module
-from react_bench.models.base import ConfigError, ModelRequest, ToolSpec, generate
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelRequest, ToolSpec, generate
 from react_bench.models.collector import collect
 from react_bench.models.local import LocalConfig, LocalModel
 from react_bench.models.local_chat import parse_tool_call, render_chat

@@ -12,7 +12,6 @@ import pytest
 from react_bench.events import (
     AGENT_EVENT_TYPES,
     AgentEvent,
-    AssistantTextDelta,
     AssistantThinkingDelta,
     EpisodeFinished,
     StepStarted,
@@ -28,8 +27,7 @@ from react_bench.loop import (
     run_to_end,
 )
 from react_bench.models.base import ModelClient, ModelError, ModelRequest, ToolSpec
-from react_bench.models.collector import ResponseCollector
-from react_bench.events import TextDelta, ThinkingDelta
+from react_bench.runners.common import stream_turn
 from react_bench.types import (
     Message,
     ModelResponse,
@@ -55,14 +53,13 @@ class ToolsPolicy:
         return ModelRequest(messages=tuple(messages), tools=(ToolSpec("search", "s", {"type": "object"}),))
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
-        collector = ResponseCollector()
-        async for event in self.model.stream(request):
-            collector.feed(event)
-            if isinstance(event, TextDelta):
-                yield AssistantTextDelta(step, event.text)
-            elif isinstance(event, ThinkingDelta):
-                yield AssistantThinkingDelta(step, event.thinking)
-        response = collector.response()
+        response = None
+        async for item in stream_turn(self.model, request, step):
+            if isinstance(item, ModelResponse):
+                response = item
+            else:
+                yield item
+        assert response is not None
         calls = tuple(ToolCall(b.id, b.name, b.input) for b in response.tool_uses)
         yield Decision(response.as_message(), calls, response.text, response.usage)
 
@@ -74,10 +71,14 @@ class ToolsPolicy:
 
 
 class FakeEnv:
-    def __init__(self, delays: Mapping[str, float] | None = None, fail: set[str] | None = None):
-        self.delays = delays or {}
+    """``gates``: a query waits for its gate (an asyncio.Event) before answering, so tests fix
+    the order in which tools finish by events, never by wall-clock delays."""
+
+    def __init__(self, gates: Mapping[str, asyncio.Event] | None = None, fail: set[str] | None = None):
+        self.gates = gates or {}
         self.fail = fail or set()
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.finished: list[str] = []
 
     def tools(self) -> tuple[ToolSpec, ...]:
         return ()
@@ -85,7 +86,9 @@ class FakeEnv:
     async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation:
         self.calls.append((name, dict(arguments)))
         key = str(arguments.get("q", ""))
-        await asyncio.sleep(self.delays.get(key, 0))
+        if key in self.gates:
+            await self.gates[key].wait()
+        self.finished.append(key)
         if key in self.fail:
             raise RuntimeError(f"backend down for {key}")
         if name == "finish":
@@ -126,13 +129,18 @@ async def test_finish_action_ends_the_episode(scripted):
     assert (result.answer, result.reason) == ("42", "answered")
 
 
-@pytest.mark.parametrize("on_limit", ["give_up", "backoff"])
-async def test_step_cap_gives_up_with_empty_answer(scripted, on_limit):
+async def test_step_cap_gives_up_with_empty_answer(scripted):
     model = scripted([tool_turn((f"t{i}", "search", {"q": f"x{i}"})) for i in range(3)])
     env = FakeEnv()
-    result, _ = await run(model, env, max_steps=3, on_limit=on_limit)
+    result, _ = await run(model, env, max_steps=3, on_limit="give_up")
     assert (result.answer, result.reason, result.steps) == ("", "step_limit", 3)
     assert len(env.calls) == 3
+
+
+def test_backoff_is_not_a_loop_setting():
+    # handing an unanswered example to CoT-SC is the mode's business (modes.MODE_SPECS)
+    with pytest.raises(ValueError, match="on_limit must be one of"):
+        LoopConfig(on_limit="backoff")  # type: ignore[arg-type]
 
 
 async def test_step_cap_wrap_up_makes_one_more_call_without_tools(scripted):
@@ -158,8 +166,21 @@ async def test_tool_that_raises_becomes_is_error_and_episode_continues(scripted)
 async def test_parallel_calls_finishing_in_reverse_order_return_in_one_message(scripted):
     calls = [("id-a", "search", {"q": "a"}), ("id-b", "search", {"q": "b"}), ("id-c", "search", {"q": "c"})]
     model = scripted([tool_turn(*calls), answer_turn("done")])
-    env = FakeEnv(delays={"a": 0.15, "b": 0.08, "c": 0.0})
+    gates = {"a": asyncio.Event(), "b": asyncio.Event()}
+    env = FakeEnv(gates=gates)
+
+    async def release_in_reverse() -> None:
+        # c has no gate; b is released once c has finished, a once b has
+        while "c" not in env.finished:
+            await asyncio.sleep(0)
+        gates["b"].set()
+        while "b" not in env.finished:
+            await asyncio.sleep(0)
+        gates["a"].set()
+
+    releaser = asyncio.create_task(release_in_reverse())
     result, history = await run(model, env)
+    await releaser
     finished_order = [e.call_id for e in result.events if isinstance(e, ToolExecutionFinished)]
     assert finished_order == ["id-c", "id-b", "id-a"]
     results_message = history[1]
@@ -196,18 +217,18 @@ def test_no_agent_event_type_has_a_signature_field():
 
 async def test_tool_execution_started_is_emitted_before_a_slow_tool_finishes(scripted):
     model = scripted([tool_turn(("slow", "search", {"q": "slow"})), answer_turn("ok")])
-    env = FakeEnv(delays={"slow": 0.3})
-    seen_started_at = None
-    loop = asyncio.get_running_loop()
-    start = loop.time()
+    gate = asyncio.Event()  # the tool cannot finish until the test has seen it start
+    env = FakeEnv(gates={"slow": gate})
+    seen: list[str] = []
     history: list[Message] = []
     async for event in run_episode(ToolsPolicy(model), env, LoopConfig(), history):
         if isinstance(event, ToolExecutionStarted):
-            seen_started_at = loop.time() - start
+            assert env.finished == []
+            seen.append("started")
+            gate.set()
         if isinstance(event, ToolExecutionFinished):
-            assert seen_started_at is not None
-            assert loop.time() - start - seen_started_at >= 0.25
-    assert seen_started_at is not None and seen_started_at < 0.2
+            seen.append("finished")
+    assert seen == ["started", "finished"]
 
 
 async def test_model_error_ends_the_episode_with_reason_error(scripted):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from react_bench.models.stopping import REASK_STOP, step_stop
+from react_bench.wiki.env import action_to_call
 from react_bench.runners.parsing import (
-    REASK_STOP,
     REPAIRS,
     ParsedStep,
     ThoughtAction,
-    action_to_call,
     extract_answer,
     normalize_action,
     paper_parse,
@@ -19,7 +19,6 @@ from react_bench.runners.parsing import (
     reask_suffix,
     robust_parse,
     split_thought_action,
-    step_stop,
 )
 
 # --- the paper parser ----------------------------------------------------------------------

@@ -18,7 +18,8 @@ import pytest
 
 from react_bench.metrics import normalize_answer
 from react_bench.prompts import PROMPT_DIR, STYLES, load_prompt
-from react_bench.runners.parsing import action_to_call, extract_answer, parse_step
+from react_bench.wiki.env import action_to_call
+from react_bench.runners.parsing import extract_answer, parse_step
 from react_bench.runners.text import base_prompt
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from react_bench.models.base import ConfigError, ModelCapabilities
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities
 from react_bench.models.replay import RecordingModel, ReplayModel, cassette_line, example_scope, load_cassette
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolUseBlock

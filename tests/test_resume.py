@@ -11,16 +11,16 @@ from react_bench.evaluate import evaluate
 from react_bench.models.replay import load_cassette
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig
 
 
 def config(tmp_path: Path, script: list[str], resume: bool = False) -> RunConfig:
     path = tmp_path / f"script-{len(script)}.json"
     path.write_text(json.dumps(script))
     return RunConfig(
-        task="hotpotqa",
+        task=TaskConfig(name="hotpotqa", n=3),
         model={"provider": "scripted", "label": "scripted", "script": str(path)},
         solve=SolveSettings(mode="standard"),
-        n=3,
         results_dir=tmp_path / "results",
         run_id="r",
         resume=resume,
@@ -67,7 +67,7 @@ async def test_resume_refuses_a_run_with_other_model_settings(tmp_path):
 
     import pytest
 
-    from react_bench.models.base import ConfigError
+    from react_bench.errors import ConfigError
 
     first = config(tmp_path, [" yes", " no", " maybe"])
     await evaluate(dataclasses.replace(first, model={**first.model, "seed": 1}), out=io.StringIO())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.tasks import (
     PAPER500,
     DataFormatError,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.wiki import WikiConfig, make_env_factory
 from react_bench.wiki.live import LiveWiki
 from react_bench.wiki.local import LocalWiki

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from react_bench.models.base import ConfigError, ModelCapabilities, ModelClient
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities, ModelClient
 
 PROVIDERS = ("local", "anthropic", "openai", "replay", "scripted")
 META_KEYS = ("provider", "label", "default_n")

@@ -59,9 +59,10 @@ from react_bench.events import (
     ThinkingDelta,
     ToolInputDelta,
 )
-from react_bench.models.base import ConfigError, ModelError, ModelRequest, ThinkingConfig, adapt_request
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelError, ModelRequest, ThinkingConfig, adapt_request
 from react_bench.models.capabilities import model_info
-from react_bench.models.scripted import cut_at_stop
+from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, StopReason, TextBlock, Usage, message_to_dict
 
 _CACHE = {"type": "ephemeral"}
@@ -150,6 +151,9 @@ class AnthropicClient:
             arguments["extra_body"] = sampling
         return RequestPlan(arguments, tuple(not_applied), client_stops)
 
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.plan(request).not_applied
+
     def _prefill(self, request: ModelRequest, not_applied: list[str]) -> ModelRequest:
         """A conversation ending with an assistant message: refused, or made acceptable."""
         messages = request.messages
@@ -175,7 +179,7 @@ class AnthropicClient:
         plan = self.plan(request)
         self.last_not_applied = plan.not_applied
         mapper = StreamMapper()
-        cutter = ClientStops(plan.client_stops) if plan.client_stops else None
+        cutter = StreamStops(plan.client_stops) if plan.client_stops else None
         try:
             response = await self._sdk.messages.create(**plan.arguments, stream=True)
             async with response:
@@ -252,41 +256,6 @@ def model_error(exc: anthropic.APIStatusError) -> ModelError:
     return ModelError(
         f"Anthropic API error {status} {kind}: {exc.api_message or exc}{where}", status=status, retryable=retryable
     )
-
-
-class ClientStops:
-    """Stop sequences applied to the streamed text here, because the API rejects them.
-
-    Up to ``len(longest stop) - 1`` characters are held back so a stop split across deltas is
-    still found. At the first stop the text block ends; later events are dropped except the
-    final MessageStop, which then says ``stop_sequence`` (usage is still the API's).
-    """
-
-    def __init__(self, stops: Iterable[str]) -> None:
-        self.stops = tuple(stops)
-        self.hold = max(len(s) for s in self.stops) - 1
-        self.pending: dict[int, str] = {}
-        self.hit: str | None = None
-
-    def feed(self, event: StreamEvent) -> list[StreamEvent]:
-        if self.hit is not None:
-            return (
-                [MessageStop(StopReason.STOP_SEQUENCE, event.usage, self.hit)] if isinstance(event, MessageStop) else []
-            )
-        match event:
-            case TextDelta(index=index, text=text):
-                buffer = self.pending.pop(index, "") + text
-                cut, hit = cut_at_stop(buffer, self.stops)
-                if hit is not None:
-                    self.hit = hit
-                    return [*([TextDelta(index, cut)] if cut else []), BlockStop(index)]
-                keep = max(0, len(buffer) - self.hold)
-                self.pending[index] = buffer[keep:]
-                return [TextDelta(index, buffer[:keep])] if keep else []
-            case BlockStop(index=index) if self.pending.get(index):
-                return [TextDelta(index, self.pending.pop(index)), event]
-            case _:
-                return [event]
 
 
 # ------------------------------------------------------------------ SDK event -> StreamEvent

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
 from react_bench.types import Message, ModelResponse
 
@@ -30,10 +31,6 @@ class ModelError(Exception):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
-
-
-class ConfigError(ValueError):
-    """A setting that cannot work (missing key variable, unknown model, missing extra)."""
 
 
 @dataclass(frozen=True)
@@ -87,10 +84,17 @@ class ModelCapabilities:
 
 @runtime_checkable
 class ModelClient(Protocol):
+    """What every model offers the runners: a streamed call, and an honest account of what
+    it will leave out of a request (``not_applied``: the settings, e.g. ``temperature=0.0``,
+    that this model refuses and the client therefore does not send). A run asks it of the
+    requests its policies build, and records the answer."""
+
     name: str
     capabilities: ModelCapabilities
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]: ...
 
 
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from react_bench.models.base import ConfigError, ModelCapabilities
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities
 from react_bench.types import Usage
 
 ADAPTIVE = frozenset({"adaptive"})

@@ -54,10 +54,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import ConfigError, ModelCapabilities, ModelError, ModelRequest, adapt_request
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, adapt_request
 from react_bench.models.local_chat import TOOL_CLOSE, TOOL_OPEN, ChatPrompt, parse_tool_call, render_chat
 from react_bench.models.local_files import resolve_model_path
-from react_bench.models.stopping import StopScanner
+from react_bench.models.stopping import RAW_EXTRA_STOPS, StopScanner
 from react_bench.types import StopReason, Usage
 
 # Read by libgomp when llama.cpp's CPU backend loads (its first import): so set on importing
@@ -65,7 +66,6 @@ from react_bench.types import StopReason, Usage
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 # Small models skip the step number ("Observation:" instead of "Observation 3:").
-RAW_EXTRA_STOPS: tuple[str, ...] = ("\nObservation", "\nQuestion:")
 
 INSTALL_HINT = (
     "llama-cpp-python is not installed: run `pip install -e '.[local]'` (or `.ci/install_llama_cpp.sh "
@@ -235,6 +235,9 @@ class LocalModel:
             top_p=request.top_p if request.top_p is not None else 1.0,
             seed=self.config.seed + (request.sample_index or 0),
         )  # fmt: skip
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return adapt_request(request, self.capabilities)[1]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         request, _ = adapt_request(request, self.capabilities)

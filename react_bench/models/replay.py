@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ConfigError, ModelCapabilities, ModelClient, ModelError, ModelRequest
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelRequest, adapt_request
 from react_bench.models.collector import ResponseCollector, response_to_events
 from react_bench.types import (
     ModelResponse,
@@ -89,7 +90,10 @@ class RecordingModel:
     def capabilities(self) -> ModelCapabilities:
         return self.inner.capabilities
 
-    def __getattr__(self, attr: str) -> Any:  # plan(), close() etc. of the wrapped client
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.inner.not_applied(request)
+
+    def __getattr__(self, attr: str) -> Any:  # close() etc. of the wrapped client
         return getattr(self.inner, attr)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
@@ -160,6 +164,9 @@ class ReplayModel:
 
     def __post_init__(self) -> None:
         self.kind, self.by_id = load_cassette(self.cassette)
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return adapt_request(request, self.capabilities)[1]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         example_id, cursor = _EXAMPLE.get(), _CURSOR.get()

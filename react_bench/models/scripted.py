@@ -9,12 +9,13 @@ were left unused; asking past the end of the script fails too. Both are test fai
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from react_bench.events import StreamEvent
 from react_bench.models.base import ModelCapabilities, ModelRequest, adapt_request
 from react_bench.models.collector import response_to_events
+from react_bench.models.stopping import cut_at_stop
 from react_bench.types import ModelResponse, StopReason, TextBlock, Usage
 
 ScriptStep = str | ModelResponse | BaseException
@@ -23,14 +24,6 @@ ScriptStep = str | ModelResponse | BaseException
 class ScriptError(AssertionError):
     """The script and the test disagree (too few or too many steps)."""
 
-
-def cut_at_stop(text: str, stops: Iterable[str]) -> tuple[str, str | None]:
-    """Cut ``text`` at the earliest stop sequence; return (text, the stop that hit)."""
-    best: tuple[int, str] | None = None
-    for stop in stops:
-        if stop and (pos := text.find(stop)) >= 0 and (best is None or pos < best[0]):
-            best = (pos, stop)
-    return (text, None) if best is None else (text[: best[0]], best[1])
 
 
 @dataclass
@@ -54,6 +47,9 @@ class ScriptedModel:
         if self.remaining:
             unused = self.script[self._next :]
             raise ScriptError(f"{self.remaining} scripted response(s) never requested: {unused!r}")
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return adapt_request(request, self.capabilities)[1]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         request, _ = adapt_request(request, self.capabilities)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
 from react_bench.models.base import ModelClient, ModelRequest
 from react_bench.models.collector import ResponseCollector
-from react_bench.models.scripted import cut_at_stop
+from react_bench.models.stopping import cut_at_stop
 from react_bench.types import Message, ModelResponse, Usage
 
 
@@ -101,13 +101,21 @@ def completion_text(model: ModelClient, response: ModelResponse, suffix: str, st
     return text
 
 
+@dataclass(frozen=True)
+class Completion:
+    """A text-protocol call's result: the completion after the suffix, and what it cost."""
+
+    text: str
+    usage: Usage
+
+
 async def complete_text(
     model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling, step: int
-) -> AsyncIterator[AgentEvent | tuple[str, Usage]]:
-    """Stream a text-protocol call; yields deltas, then ``(completion, usage)``."""
+) -> AsyncIterator[AgentEvent | Completion]:
+    """Stream a text-protocol call; yields deltas, then the ``Completion``."""
     request = text_request(model, prompt, suffix, stop, sampling)
     async for item in stream_turn(model, request, step):
         if isinstance(item, ModelResponse):
-            yield completion_text(model, item, suffix, stop), item.usage
+            yield Completion(completion_text(model, item, suffix, stop), item.usage)
         else:
             yield item

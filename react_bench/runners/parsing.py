@@ -8,7 +8,7 @@ Two parsers, one result type (``ParsedStep``):
 - ``paper``: exactly the original code, ``thought, action = completion.strip().split(
   f"\\nAction {i}: ")``. Anything other than exactly one separator is a failed split:
   ``action`` is None and ``thought`` is the first line, which the caller uses for the re-ask
-  (``reask_suffix``, stop ``REASK_STOP``) and counts as a bad call. The action text is kept
+  (``reask_suffix``, stop ``stopping.REASK_STOP``) and counts as a bad call. The action text is kept
   verbatim (trailing lines included), because that is what the paper executed.
 - ``robust``: finds the first line-initial ``Action`` label whatever its number, case,
   spacing or markdown, cuts the model's own ``Observation`` lines and anything after the
@@ -19,9 +19,8 @@ Two parsers, one result type (``ParsedStep``):
   None (the re-ask follows), and an action-shaped phrase inside a thought is never taken.
   Straight ASCII quotes are kept: the paper executed them as written.
 
-``action_to_call`` is the paper's execution semantics: lower-case the first character,
-strip, then ``search[...]`` / ``lookup[...]`` / ``finish[...]``; anything else is None (the
-environment answers ``Invalid action: ...``).
+How an action text is executed (the paper's semantics) is ``wiki.env.action_to_call``,
+re-exported here for the parsers' callers.
 
 Act mode (no thoughts) parses the completion after ``Action {i}:`` with ``parse_act``.
 ``extract_answer`` reads CoT / Standard completions (``Answer: X``, ``Finish[X]``,
@@ -57,8 +56,6 @@ Repair = Literal[
 ]
 REPAIRS: tuple[Repair, ...] = get_args(Repair)
 
-REASK_STOP = "\n"
-ACTIONS: tuple[str, ...] = ("search", "lookup", "finish")
 
 
 class ThoughtAction(NamedTuple):
@@ -75,25 +72,11 @@ class ParsedStep:
     repairs: tuple[Repair, ...] = ()
 
 
-def step_stop(step: int) -> str:
-    """The stop sequence of step ``step``'s completion."""
-    return f"\nObservation {step}:"
-
 
 def reask_suffix(step: int, thought: str) -> str:
     """What the paper appends to the prompt when the split failed; the answer is one line."""
     return f"Thought {step}: {thought}\nAction {step}:"
 
-
-def action_to_call(action: str) -> tuple[str, str] | None:
-    """The paper's execution of an action text: ``(name, argument)``, or None if invalid."""
-    if not action:
-        return None
-    text = (action[0].lower() + action[1:]).strip()
-    for name in ACTIONS:
-        if text.startswith(name + "[") and text.endswith("]"):
-            return name, text[len(name) + 1 : -1]
-    return None
 
 
 # --- the paper parser --------------------------------------------------------------------

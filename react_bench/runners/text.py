@@ -22,10 +22,11 @@ from typing import Any, Literal
 
 from react_bench.events import AgentEvent, ParseError
 from react_bench.loop import Decision, Environment, Observation, ToolCall
-from react_bench.models.base import ModelClient, ToolSpec
+from react_bench.models.base import ModelClient, ModelRequest, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import Sampling, StepStats, complete_text
-from react_bench.runners.parsing import REASK_STOP, extract_answer, parse_act, parse_step, reask_suffix, step_stop
+from react_bench.runners.common import Completion, Sampling, StepStats, complete_text, text_request
+from react_bench.models.stopping import REASK_STOP, step_stop
+from react_bench.runners.parsing import extract_answer, parse_act, parse_step, reask_suffix
 from react_bench.types import Message, ToolResultBlock, Usage
 
 Parser = Literal["paper", "robust"]
@@ -75,15 +76,22 @@ class TextPolicy:
             parts.append(f"{turn.text}\nObservation {step}: {observation}\n")
         return "".join(parts)
 
+    def _step_suffix(self, step: int) -> str:
+        return f"Action {step}:" if self.style == "act" else f"Thought {step}:"
+
+    def first_request(self) -> ModelRequest:
+        """The request of step 1, as ``decide`` sends it (what the run records as not applied)."""
+        return text_request(self.model, base_prompt(self.prompt, self.question), self._step_suffix(1), [step_stop(1)], self.sampling)
+
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history)
-        suffix = f"Action {step}:" if self.style == "act" else f"Thought {step}:"
+        suffix = self._step_suffix(step)
         usage = Usage()
         completion = ""
         async for item in self._complete(prompt, suffix, [step_stop(step)], step):
-            if isinstance(item, tuple):
-                completion, call_usage = item
-                usage += call_usage
+            if isinstance(item, Completion):
+                completion = item.text
+                usage += item.usage
             else:
                 yield item
         parse = parse_act if self.style == "act" else parse_step
@@ -95,9 +103,9 @@ class TextPolicy:
             yield ParseError(step, completion, f"no `Action {step}:` in the completion; asking again for the action")
             reask = reask_suffix(step, thought) if self.style == "react" else suffix
             async for item in self._complete(prompt, reask, [REASK_STOP], step):
-                if isinstance(item, tuple):
-                    usage += item[1]
-                    reparsed = parse_act(item[0], step, self.parser)
+                if isinstance(item, Completion):
+                    usage += item.usage
+                    reparsed = parse_act(item.text, step, self.parser)
                     self.stats.add_repairs(reparsed.repairs)
                     action = reparsed.action or ""
                 else:
@@ -107,8 +115,8 @@ class TextPolicy:
             text = f"Action {step}: {action}"
         else:
             text = f"Thought {step}: {thought}\nAction {step}: {action}"
-        executed = action[:1].lower() + action[1:]
-        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": executed})
+        # Executed as the environment reads action strings (``wiki.env.action_to_call``).
+        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": action})
         yield Decision(Message.assistant(text), (call,), usage=usage)
 
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
@@ -116,15 +124,15 @@ class TextPolicy:
         suffix = f"Action {step}: Finish["
         usage, answer = Usage(), ""
         async for item in self._complete(prompt, suffix, ["]", "\n"], step):
-            if isinstance(item, tuple):
-                answer, usage = item[0].strip(), item[1]
+            if isinstance(item, Completion):
+                answer, usage = item.text.strip(), item.usage
             else:
                 yield item
         yield Decision(Message.assistant(f"{suffix}{answer}]"), answer=answer, usage=usage)
 
     async def _complete(
         self, prompt: str, suffix: str, stop: Sequence[str], step: int
-    ) -> AsyncIterator[AgentEvent | tuple[str, Usage]]:
+    ) -> AsyncIterator[AgentEvent | Completion]:
         self.stats.calls += 1
         async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
             yield item
@@ -141,14 +149,21 @@ class AnswerPolicy:
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
 
+    def _suffix_and_stop(self) -> tuple[str, list[str]]:
+        return ("Thought:", [f"\n{self.prompt.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
+
+    def first_request(self) -> ModelRequest:
+        suffix, stop = self._suffix_and_stop()
+        return text_request(self.model, base_prompt(self.prompt, self.question), suffix, stop, self.sampling)
+
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         prompt = base_prompt(self.prompt, self.question)
-        suffix, stop = ("Thought:", [f"\n{self.prompt.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
+        suffix, stop = self._suffix_and_stop()
         self.stats.calls += 1
         completion, usage = "", Usage()
         async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
-            if isinstance(item, tuple):
-                completion, usage = item
+            if isinstance(item, Completion):
+                completion, usage = item.text, item.usage
             else:
                 yield item
         extracted = extract_answer(completion, after_answer_label=self.style == "standard")

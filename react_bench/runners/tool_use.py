@@ -74,12 +74,15 @@ class ToolUsePolicy:
         answer = "" if calls else short_answer(response.text)
         yield Decision(response.as_message(), calls, answer, response.usage)
 
+    def first_request(self) -> ModelRequest:
+        """The request of step 1, as ``decide`` sends it."""
+        return self._request(())
+
     def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         return self._turn(self._request(history), step)
 
     def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
         return self._turn(self._request(history, notice), step)
-
 
 
 def short_answer(text: str) -> str:

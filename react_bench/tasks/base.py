@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, Protocol, assert_never, runtime_checkable
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +100,10 @@ def _tuple_of_str(value: Any, key: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class TaskConfig:
+    """Which task, and which of its examples (the Hydra group ``task`` plus the top-level
+    selection keys ``split``, ``n``, ``offset``, ``ids``, ``on_missing``, ``data_dir``)."""
+
+    name: str = "hotpotqa"
     split: Split = "offline"
     n: int | None = None
     offset: int = 0
@@ -124,9 +128,9 @@ class TaskConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> TaskConfig:
-        """From a plain mapping (the Hydra group's keys); ``name`` is the task's, not ours."""
+        """From a plain mapping; an unknown key is an error naming it."""
         known = {f.name for f in fields(cls)}
-        unknown = set(values) - known - {"name"}
+        unknown = set(values) - known
         if unknown:
             raise ConfigError(f"unknown task settings: {', '.join(sorted(unknown))}")
         kwargs = {k: v for k, v in values.items() if k in known}

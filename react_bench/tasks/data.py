@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.tasks.base import DataError, DataFormatError, Pool, TaskConfig
 
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"

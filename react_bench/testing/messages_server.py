@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.models.capabilities import ClaudeModel, model_info
 from react_bench.testing.sse import (
     CacheSimulator,

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from react_bench.models.scripted import cut_at_stop
+from react_bench.models.stopping import cut_at_stop
 from react_bench.types import ContentBlock, StopReason, TextBlock, ThinkingBlock, ToolUseBlock, Usage, block_to_dict
 
 _SECRET = b"react-bench local messages server"

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from react_bench.models.base import ConfigError
+from react_bench.errors import ConfigError
 from react_bench.wiki.env import WikiBackend, WikiEnv
 
 Backend = Literal["local", "live", "replay"]

@@ -156,6 +156,23 @@ WIKI_TOOLS: tuple[ToolSpec, ...] = (
         "The final answer.",
     ),
 )
+TEXT_ACTIONS: tuple[str, ...] = ("search", "lookup", "finish", "think")
+
+
+def action_to_call(action: str) -> tuple[str, str] | None:
+    """The paper's execution of an action text: ``(name, argument)``, or None if invalid.
+
+    As the original ``wikienv.step``: the first character is lower-cased, then the text is
+    stripped, then it must read ``name[argument]`` exactly. The one place that reads action
+    strings; the text runner and ``step_text`` both go through it.
+    """
+    text = (action[:1].lower() + action[1:]).strip()
+    for name in TEXT_ACTIONS:
+        if text.startswith(name + "[") and text.endswith("]"):
+            return name, text[len(name) + 1 : -1]
+    return None
+
+
 TOOL_PARAMS: dict[str, str] = {spec.name: next(iter(spec.input_schema["properties"])) for spec in WIKI_TOOLS}
 
 
@@ -188,13 +205,10 @@ class WikiEnv:
 
     async def step_text(self, action: str) -> Observation:
         """Execute a paper-format action string such as ``Search[Eiffel Tower]``."""
-        if action:
-            action = action[0].lower() + action[1:]
-        action = action.strip()
-        for name in ("search", "lookup", "finish", "think"):
-            if action.startswith(f"{name}[") and action.endswith("]"):
-                return await self._act(name, action[len(name) + 1 : -1])
-        return await self._act("invalid", action)
+        call = action_to_call(action)
+        if call is None:
+            return await self._act("invalid", (action[:1].lower() + action[1:]).strip())
+        return await self._act(*call)
 
     async def _act(self, name: str, argument: str) -> Observation:
         async with self._lock:
