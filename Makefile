@@ -3,13 +3,18 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: eval test setup clean
+.PHONY: eval test check setup clean
 
 eval: $(STAMP)  ## the main job on the offline defaults (local model, offline wiki and data)
 	$(VENV)/bin/python scripts/eval.py task=hotpotqa $(ARGS)
 
 test: $(STAMP)  ## the whole test suite, slow checks included (as CI runs it)
 	$(VENV)/bin/python -m pytest $(ARGS)
+
+check: $(STAMP)  ## ruff (lint + format) and mypy, at zero findings
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 setup: $(STAMP)
 

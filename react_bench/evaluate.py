@@ -24,24 +24,36 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import capabilities_to_dict, make_model
-from react_bench.errors import ConfigError
 from react_bench.models.base import ModelClient
-from react_bench.models.replay import RecordingModel, cassette_line, example_scope
+from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_prompt
 from react_bench.results import summarize
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, load_task
+from react_bench.types import ModelResponse
 
 # Settings that cannot change an answer: left out of the fingerprint, so a run may be resumed
 # with a longer timeout or more threads. Everything else (model file, seed, wiki) is in it.
 OPERATIONAL_KEYS = frozenset(
-    {"label", "default_n", "max_retries", "timeout_s", "n_threads", "n_threads_batch", "user_agent",
-     "max_attempts", "backoff_s", "store",
-     "script"}  # a scripted model (a test tool) continues a resumed run from a new script
+    {
+        "label",
+        "default_n",
+        "max_retries",
+        "timeout_s",
+        "n_threads",
+        "n_threads_batch",
+        "user_agent",
+        "max_attempts",
+        "backoff_s",
+        "store",
+        "script",
+    }  # a scripted model (a test tool) continues a resumed run from a new script
 )
 
 
@@ -82,7 +94,9 @@ def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
     return prompts
 
 
-async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[[AgentEvent], None] | None = None) -> RunResult:
+async def evaluate(
+    cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[[AgentEvent], None] | None = None
+) -> RunResult:
     task = load_task(cfg.task.name)
     examples = task.examples(cfg.task)
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
@@ -107,13 +121,13 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[
         "wiki": {k: v for k, v in asdict(cfg.wiki).items() if k not in OPERATIONAL_KEYS} if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
-    run_id = cfg.run_id or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    run_id = cfg.run_id or dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     run_dir = run_dir_for(cfg, run_id)
     done = _prepare_run_dir(run_dir, cfg, fingerprint)
     header = {
         "run_id": run_id,
         "fingerprint": fingerprint,
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config": _jsonable(asdict(cfg)),
         "model_name": model.name,
         "model_capabilities": capabilities_to_dict(model.capabilities),
@@ -190,9 +204,16 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
 
     semaphore = asyncio.Semaphore(cfg.concurrency)
     write_lock = asyncio.Lock()
-    cassette_kind = "completions" if cfg.solve.runner == "text" else "responses"
-    bar = tqdm(total=n_total, initial=n_done, desc=f"{cfg.task.name} {cfg.solve.mode}", unit="ex", file=out,
-               disable=not cfg.progress, dynamic_ncols=True)
+    cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
+    bar = tqdm(
+        total=n_total,
+        initial=n_done,
+        desc=f"{cfg.task.name} {cfg.solve.mode}",
+        unit="ex",
+        file=out,
+        disable=not cfg.progress,
+        dynamic_ncols=True,
+    )
     finished = 0
 
     async def one(example: Example) -> None:
@@ -202,6 +223,8 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
                 outcome = await solver.solve(example.question, on_event)
             scores = task.score(outcome.prediction, example.gold)
             record = example_record(example, outcome, scores, task.primary_metric)
+            usages = [c.usage for c in calls if isinstance(c, ModelResponse)]
+            record["cost_usd"] = calls_cost_usd(solver.model.name, usages)  # None: a price is unknown
             async with write_lock:
                 _append(run_dir / "examples.jsonl", record)
                 _append(run_dir / "calls.jsonl", cassette_line(example.id, calls, cassette_kind))

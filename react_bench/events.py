@@ -14,7 +14,7 @@ Every event is a frozen dataclass with a ``type`` tag; ``event_to_dict`` seriali
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from react_bench.types import StopReason, Usage
 
@@ -84,14 +84,7 @@ class MessageStop:
 
 
 StreamEvent = (
-    MessageStart
-    | BlockStart
-    | TextDelta
-    | ThinkingDelta
-    | SignatureDelta
-    | ToolInputDelta
-    | BlockStop
-    | MessageStop
+    MessageStart | BlockStart | TextDelta | ThinkingDelta | SignatureDelta | ToolInputDelta | BlockStop | MessageStop
 )
 
 # ----------------------------------------------------------------------------- agent layer
@@ -196,13 +189,13 @@ AgentEvent = (
     | RunProgress
 )
 
-AGENT_EVENT_TYPES: tuple[type, ...] = AgentEvent.__args__  # type: ignore[attr-defined]
-STREAM_EVENT_TYPES: tuple[type, ...] = StreamEvent.__args__  # type: ignore[attr-defined]
+AGENT_EVENT_TYPES: tuple[type, ...] = get_args(AgentEvent)
+STREAM_EVENT_TYPES: tuple[type, ...] = get_args(StreamEvent)
 
 
 def event_to_dict(event: AgentEvent | StreamEvent) -> dict[str, Any]:
     """JSON-ready dict of an event (usage and stop reasons flattened)."""
-    data = asdict(event)  # type: ignore[call-overload]
+    data = asdict(event)
     if isinstance(data.get("stop_reason"), StopReason):
         data["stop_reason"] = data["stop_reason"].value
     return data

@@ -175,8 +175,7 @@ async def run_episode(
             Message(
                 "user",
                 tuple(
-                    ToolResultBlock(c.id, observations[c.id].text, observations[c.id].is_error)
-                    for c in decision.calls
+                    ToolResultBlock(c.id, observations[c.id].text, observations[c.id].is_error) for c in decision.calls
                 ),
             )
         )

@@ -15,12 +15,8 @@ Decisions a next engineer needs:
   reported, and wrong.
 - Intervals: percentile bootstrap, numpy ``default_rng(seed)``, resampled in chunks so that
   10,000 x 7,405 never sits in memory at once. Same seed, same interval.
-- Paired tests between two runs on the same ids: a paired bootstrap of the mean difference
-  (two-sided p from the bootstrap distribution shifted to the null, add-one smoothed so it is
-  never exactly 0) and McNemar on the discordant pairs: the exact binomial test when there are
-  fewer than 25 discordant pairs (the chi-square approximation is poor there), otherwise the
-  continuity-corrected chi-square with one degree of freedom. No scipy: the binomial tail is an
-  exact sum and the chi-square(1) tail is ``erfc(sqrt(x / 2))``.
+- Paired comparisons between runs belong to the studies layer, which uses scipy / statsmodels
+  rather than hand-written tests.
 - ``protocol_fingerprint`` (here because every run reports it beside its metrics): sha256 of
   canonical JSON (keys sorted, no whitespace, UTF-8) of the ordered example ids, the prompts by
   name and the protocol settings, as ``"sha256:<64 hex>"``. The order of mapping keys never
@@ -44,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +49,6 @@ _YES_NO: frozenset[str] = frozenset({"yes", "no", "noanswer"})
 _PUNCTUATION: frozenset[str] = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # Exact binomial below this many discordant pairs (the usual textbook threshold).
-MCNEMAR_EXACT_BELOW = 25
 _CHUNK = 1000
 
 
@@ -168,79 +163,6 @@ def bootstrap_ci(
     array = _as_array(values, "bootstrap_ci")
     low, high = _percentiles(_bootstrap_means(array, n_resamples, seed), confidence)
     return ConfidenceInterval(float(array.mean()), low, high, confidence, array.size, n_resamples, seed)
-
-
-@dataclass(frozen=True)
-class PairedBootstrap:
-    mean_diff: float  # mean(a) - mean(b)
-    low: float
-    high: float
-    p_value: float  # two-sided, H0: no difference
-    confidence: float
-    n: int
-    n_resamples: int
-    seed: int
-
-
-def paired_bootstrap(
-    a: Iterable[float],
-    b: Iterable[float],
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> PairedBootstrap:
-    """Paired bootstrap of mean(a) - mean(b) over the same examples in the same order.
-
-    p-value: the share of resampled differences at least as far from the observed one as the
-    observed one is from 0 (the bootstrap distribution shifted to the null), add-one
-    smoothed. An observed difference of 0 gives p = 1.
-    """
-    xa, xb = _as_array(a, "paired_bootstrap a"), _as_array(b, "paired_bootstrap b")
-    if xa.size != xb.size:
-        raise ValueError(f"paired runs differ in length: {xa.size} vs {xb.size}")
-    diffs = xa - xb
-    observed = float(diffs.mean())
-    means = _bootstrap_means(diffs, n_resamples, seed)
-    low, high = _percentiles(means, confidence)
-    if observed == 0:
-        p_value = 1.0
-    else:
-        extreme = int(np.count_nonzero(np.abs(means - observed) >= abs(observed) - 1e-12))
-        p_value = min(1.0, (extreme + 1) / (n_resamples + 1))
-    return PairedBootstrap(observed, low, high, p_value, confidence, diffs.size, n_resamples, seed)
-
-
-@dataclass(frozen=True)
-class McNemar:
-    a_only: int  # pairs where a is right and b wrong
-    b_only: int  # pairs where b is right and a wrong
-    statistic: float  # the smaller discordant count (exact) or the chi-square value
-    p_value: float
-    method: Literal["exact", "chi2"]
-
-
-def _binomial_two_sided(k: int, n: int) -> float:
-    """Two-sided exact binomial p for k successes of n at p = 1/2 (doubling the smaller tail)."""
-    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1)) / 2**n
-    return min(1.0, 2 * tail)
-
-
-def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> McNemar:
-    """McNemar's test of two runs on the same examples (see the module docstring)."""
-    if len(a_correct) != len(b_correct):
-        raise ValueError(f"paired runs differ in length: {len(a_correct)} vs {len(b_correct)}")
-    a_only = sum(1 for x, y in zip(a_correct, b_correct) if x and not y)
-    b_only = sum(1 for x, y in zip(a_correct, b_correct) if y and not x)
-    discordant = a_only + b_only
-    if discordant < MCNEMAR_EXACT_BELOW:
-        k = min(a_only, b_only)
-        p = 1.0 if discordant == 0 else _binomial_two_sided(k, discordant)
-        return McNemar(a_only, b_only, float(k), p, "exact")
-    chi2 = (abs(a_only - b_only) - 1) ** 2 / discordant
-    return McNemar(a_only, b_only, chi2, math.erfc(math.sqrt(chi2 / 2)), "chi2")
-
-
-# --- the protocol fingerprint ----------------------------------------------------------------
 
 
 def _canonical(value: Any) -> Any:

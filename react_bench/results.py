@@ -70,9 +70,21 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
     if records and "in_label_set" in records[0]:
         # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
         metrics["out_of_label_set"] = sum(1 for r in records if not r["in_label_set"])
+    metrics["cost_usd"] = _cost(records)
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
     metrics["by_group"] = _breakdown(records, task.primary_metric)
     return metrics
+
+
+def _cost(records: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Cost of the run, per example and per correct answer; None (unknown) when any example's
+    price is unknown, never a silent 0."""
+    costs = [r.get("cost_usd") for r in records]
+    if not records or any(c is None for c in costs):
+        return {"total": None, "per_example": None, "per_correct": None}
+    total = float(sum(c for c in costs if c is not None))
+    correct = sum(1 for r in records if r.get("correct"))
+    return {"total": total, "per_example": total / len(records), "per_correct": total / correct if correct else None}
 
 
 def _breakdown(records: list[dict[str, Any]], metric: str) -> dict[str, dict[str, Any]]:
@@ -111,6 +123,14 @@ def format_table(metrics: dict[str, Any], task: str) -> str:
     if usage["cache_read_input_tokens"] or usage["cache_creation_input_tokens"]:
         cache = f"read {usage['cache_read_input_tokens']}, written {usage['cache_creation_input_tokens']}"
         rows.append(("  of which cache", cache, ""))
+    cost = metrics.get("cost_usd") or {}
+    if cost.get("total") is None:
+        rows.append(("cost (USD)", "unknown (no price for this model)", ""))
+    else:
+        per_correct = "n/a" if cost["per_correct"] is None else f"{cost['per_correct']:.4f}"
+        rows.append(
+            ("cost (USD)", f"{cost['total']:.4f}", f"per example {cost['per_example']:.4f}, per correct {per_correct}")
+        )
     if metrics["not_applied"]:
         rows.append(("NOT APPLIED", "; ".join(metrics["not_applied"]), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

@@ -105,7 +105,9 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
     on_limit = chosen["on_limit"]
     if on_limit == "backoff":
         if mode not in ("react", "react_cot_sc"):
-            raise ConfigError(f"on_limit=backoff hands ReAct's unanswered examples to CoT-SC; mode={mode} has no such backoff")
+            raise ConfigError(
+                f"on_limit=backoff hands ReAct's unanswered examples to CoT-SC; mode={mode} has no such backoff"
+            )
         mode, on_limit = "react_cot_sc", "give_up"
     thinking = runner.get("thinking")
     return SolveSettings(

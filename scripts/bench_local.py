@@ -228,7 +228,8 @@ def markdown(result: dict) -> str:
             f"{r['latency_seconds']:.2f} | "
             f"{f['latency_seconds']:.2f} | {f['latency_seconds'] / r['latency_seconds']:.1f}x |"
         )
-    lines += ["", "| mode | episode (s) | prompt tokens evaluated | prompt tok/s | generated tokens | generation tok/s |",
+    lines += ["", "| mode | episode (s) | prompt tokens evaluated | prompt tok/s | generated tokens "
+              "| generation tok/s |",
               "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for mode, label in (("kv_reuse", "KV prefix reuse"), ("no_reuse", "fresh context each step")):
         t = result["summary"][mode]

@@ -87,7 +87,10 @@ def generate_synthetic(path: Path, docs: int, seed: int = 0) -> None:
 
 def _percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    def pick(q):
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
     return {
         "n": len(ordered),
         "p50_ms": round(pick(0.50) * 1e3, 3),
@@ -289,8 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true", help="only rewrite wiki.md from the measured wiki.json")
     args = parser.parse_args(argv)
     if args.render:
-        result = json.loads((args.out_dir / "wiki.json").read_text())
-        (args.out_dir / "wiki.md").write_text(render_markdown(result))
+        stored = json.loads((args.out_dir / "wiki.json").read_text())
+        (args.out_dir / "wiki.md").write_text(render_markdown(stored))
         return 0
 
     from react_bench.tasks.data import resolve_data_dir

@@ -17,8 +17,8 @@ from omegaconf import DictConfig, OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.errors import ConfigError  # noqa: E402
+from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402

@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from react_bench.models.scripted import ScriptedModel, ScriptStep
+from react_bench.wiki.build import build_wiki
+from react_bench.wiki.local import LocalWiki
+from tests.support import PAGES
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,3 +43,11 @@ def scripted() -> Iterator[Callable[..., ScriptedModel]]:
     yield make
     for model in made:
         model.assert_complete()
+
+
+@pytest.fixture(scope="module")
+def wiki(tmp_path_factory: pytest.TempPathFactory) -> LocalWiki:
+    """A real LocalWiki over the three pages of ``tests.support.PAGES``."""
+    path = tmp_path_factory.mktemp("wiki") / "tiny.sqlite"
+    build_wiki(iter(PAGES), path)
+    return LocalWiki(path)

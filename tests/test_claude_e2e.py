@@ -13,12 +13,13 @@ import pytest
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
+from react_bench.models.capabilities import cost_usd
 from react_bench.modes import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply
-from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock
+from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 KEY_ENV = "REACT_BENCH_TEST_CLAUDE_KEY"
 FIRST_ID = "5a8b57f25542995d1e6f1371"  # "Were Scott Derrickson and Ed Wood of the same nationality?"
@@ -35,7 +36,13 @@ def server(monkeypatch):
 def run_config(server, tmp_path, model: str, **solve) -> RunConfig:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", ids=(FIRST_ID,)),
-        model={"provider": "anthropic", "name": model, "api_key_env": KEY_ENV, "base_url": server.base_url, "max_retries": 0},
+        model={
+            "provider": "anthropic",
+            "name": model,
+            "api_key_env": KEY_ENV,
+            "base_url": server.base_url,
+            "max_retries": 0,
+        },
         solve=SolveSettings(**solve),
         results_dir=tmp_path,
         progress=False,
@@ -48,7 +55,10 @@ def lines(path):
 
 async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp_path):
     server.enqueue(
-        Reply.text("Thought 1: I should check Scott Derrickson first.\nAction 1: Search[Scott Derrickson]\nObservation 1: invented"),
+        Reply.text(
+            "Thought 1: I should check Scott Derrickson first.\nAction 1: Search[Scott Derrickson]\n"
+            "Observation 1: invented"
+        ),
         Reply.text("Thought 2: Both are American.\nAction 2: Finish[yes]"),
     )
     out = io.StringIO()
@@ -61,18 +71,34 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
         assert "temperature" not in body and "top_p" not in body
         assert f"\nObservation {step}:" in body["stop_sequences"]
     second_prompt = bodies[1]["messages"][0]["content"][0]["text"]
-    assert "Thought 1: I should check Scott Derrickson first.\nAction 1: Search[Scott Derrickson]\nObservation 1: Scott Derrickson" in second_prompt
+    assert (
+        "Thought 1: I should check Scott Derrickson first.\nAction 1: Search[Scott Derrickson]\n"
+        "Observation 1: Scott Derrickson" in second_prompt
+    )
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["not_applied"] == ["temperature=0.0"]
     assert result.metrics["not_applied"] == ["temperature=0.0"]
     assert re.search(r"^NOT APPLIED +temperature=0.0$", format_table(result.metrics, "hotpotqa"), re.MULTILINE)
     assert "does not take temperature=0.0" in out.getvalue()
+    # cost at the table's prices (far below the long-prompt tier, so the sum of the calls' usage prices the same)
+    expected = cost_usd("claude-opus-4-7", Usage.from_dict(record["usage"]))
+    assert expected is not None
+    assert record["cost_usd"] == pytest.approx(expected) and expected > 0
+    assert result.metrics["cost_usd"]["total"] == pytest.approx(expected)
+    assert result.metrics["cost_usd"]["per_correct"] == pytest.approx(expected)  # the one example is right
+    assert re.search(r"^cost \(USD\) +\d+\.\d{4} +per example", format_table(result.metrics, "hotpotqa"), re.M)
 
 
 async def test_tool_use_runner_with_thinking_sent_back_verbatim(server, tmp_path):
     server.enqueue(
-        Reply((ThinkingBlock("Search both people.", ""), TextBlock("Let me look."),
-               ToolUseBlock("", "search", {"entity": "Scott Derrickson"}), ToolUseBlock("", "search", {"entity": "Ed Wood"}))),
+        Reply(
+            (
+                ThinkingBlock("Search both people.", ""),
+                TextBlock("Let me look."),
+                ToolUseBlock("", "search", {"entity": "Scott Derrickson"}),
+                ToolUseBlock("", "search", {"entity": "Ed Wood"}),
+            )
+        ),
         Reply((TextBlock("Both are American.\nAnswer: yes"),)),
     )
     settings = dict(mode="react", runner="tool_use", thinking=ThinkingConfig("adaptive"), loop=LoopConfig(max_steps=7))

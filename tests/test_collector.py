@@ -27,6 +27,7 @@ from react_bench.events import (
 from react_bench.models.anthropic import stream_events_from_payloads
 from react_bench.models.base import ModelError
 from react_bench.models.collector import ResponseCollector, StreamProtocolError, collect, response_to_events
+from react_bench.models.stopping import StreamStops
 from react_bench.testing.sse import parse_sse
 from react_bench.types import (
     ModelResponse,
@@ -204,3 +205,35 @@ def _citations(index: int) -> dict[str, Any]:
         "end_char_index": 1,
     }
     return {"type": "content_block_delta", "index": index, "delta": {"type": "citations_delta", "citation": citation}}
+
+
+@pytest.mark.parametrize("split_at", [1, 3, 5, 9])
+def test_stream_stops_cut_a_stop_split_across_deltas(split_at: int) -> None:
+    text = "Search[Alpha]\nmore text after the stop"
+    events = [
+        MessageStart("m", "x", Usage()),
+        BlockStart(0, "text"),
+        TextDelta(0, text[:split_at]),
+        TextDelta(0, text[split_at:]),
+        BlockStop(0),
+        MessageStop(StopReason.END_TURN, Usage(output_tokens=9)),
+    ]
+    stops = StreamStops(["\n"])
+    out = [o for e in events for o in stops.feed(e)]
+    response = collect(out)
+    assert response.text == "Search[Alpha]"
+    assert (response.stop_reason, response.stop_sequence) == (StopReason.STOP_SEQUENCE, "\n")
+    assert response.usage.output_tokens == 9  # usage stays the API's
+
+
+def test_stream_stops_release_held_text_at_the_block_end() -> None:
+    stops = StreamStops(["\nObservation 1:"])
+    events = [
+        MessageStart("m", "x", Usage()),
+        BlockStart(0, "text"),
+        TextDelta(0, "answer\nObs"),  # might be the start of the stop: held back
+        BlockStop(0),
+        MessageStop(StopReason.END_TURN),
+    ]
+    response = collect([o for e in events for o in stops.feed(e)])
+    assert (response.text, response.stop_reason) == ("answer\nObs", StopReason.END_TURN)

@@ -8,8 +8,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from react_bench.models import META_KEYS, typed_config
 from react_bench.errors import ConfigError
+from react_bench.models import META_KEYS, typed_config
 from react_bench.runconfig import RunConfig
 from react_bench.wiki import WikiConfig
 
@@ -70,7 +70,11 @@ def test_every_model_config_has_only_known_keys(option):
 def test_defaults_are_the_offline_main_job():
     run = RunConfig.from_mapping(composed())
     assert (run.task.name, run.solve.mode, run.solve.runner, run.model["provider"], run.wiki.backend) == (
-        "hotpotqa", "react", "text", "local", "local",
+        "hotpotqa",
+        "react",
+        "text",
+        "local",
+        "local",
     )
     assert run.task.n == 5  # the local model's default_n when n is not given
     assert (run.solve.parser, run.solve.loop.max_steps, run.solve.loop.on_limit) == ("paper", 7, "give_up")

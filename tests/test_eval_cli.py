@@ -5,36 +5,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def eval_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
-        cwd=cwd, capture_output=True, text=True, timeout=300,
-    )
-
-
-def records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "examples.jsonl").read_text().splitlines()]
-
-
-def run_dir_of(output: str) -> Path:
-    line = next(line for line in output.splitlines() if line.startswith("results: "))
-    return Path(line.split()[1])
+from tests.support import REPO, eval_py, records, run_dir_of
 
 
 def test_scripted_run_then_replay_gives_identical_predictions(tmp_path):
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([
-        " First the director.\nAction 1: Search[Scott Derrickson]",
-        " He is American.\nAction 2: Finish[yes]",
-        " I am not sure what to do",  # the paper's re-ask follows
-        " Search[Ed Wood]\nand more",
-        " Done.\nAction 2: Finish[no]",
-    ]))
+    script.write_text(
+        json.dumps(
+            [
+                " First the director.\nAction 1: Search[Scott Derrickson]",
+                " He is American.\nAction 2: Finish[yes]",
+                " I am not sure what to do",  # the paper's re-ask follows
+                " Search[Ed Wood]\nand more",
+                " Done.\nAction 2: Finish[no]",
+            ]
+        )
+    )
     common = ["task=hotpotqa", "mode=react", "runner=text", f"results_dir={tmp_path / 'results'}", "n=2"]
     first = eval_py(*common, "model=scripted", f"model.script={script}", "run_id=rec")
     assert first.returncode == 0, first.stderr
@@ -50,11 +37,14 @@ def test_scripted_run_then_replay_gives_identical_predictions(tmp_path):
     assert [(r["id"], r["prediction"]) for r in a] == [(r["id"], r["prediction"]) for r in b]
     assert [r["prediction"] for r in a] == ["yes", "no"]
     assert [r["bad_calls"] for r in b] == [0, 1]
-    assert json.loads((recorded_dir / "metrics.json").read_text())["em"] == json.loads(
-        (run_dir_of(second.stdout) / "metrics.json").read_text()
-    )["em"]
+    assert (
+        json.loads((recorded_dir / "metrics.json").read_text())["em"]
+        == json.loads((run_dir_of(second.stdout) / "metrics.json").read_text())["em"]
+    )
 
-    again = eval_py(*common, "model=replay", f"model.cassette={recorded_dir / 'calls.jsonl'}", "run_id=rep", "resume=true")
+    again = eval_py(
+        *common, "model=replay", f"model.cassette={recorded_dir / 'calls.jsonl'}", "run_id=rep", "resume=true"
+    )
     assert again.returncode == 0, again.stderr
     assert "(0 new example(s)" in again.stdout
     assert len(records(run_dir_of(again.stdout))) == 2
@@ -71,9 +61,19 @@ def test_settings_errors_are_one_clear_line(tmp_path):
 
 def test_missing_api_key_is_reported_before_any_request(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "eval.py"), "model=claude-sonnet-5-5", "model.api_key_env=RB_TEST_NO_SUCH_KEY",
-         "n=1", f"results_dir={tmp_path}", "progress=false"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "eval.py"),
+            "model=claude-sonnet-5-5",
+            "model.api_key_env=RB_TEST_NO_SUCH_KEY",
+            "n=1",
+            f"results_dir={tmp_path}",
+            "progress=false",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={k: v for k, v in __import__("os").environ.items() if k != "RB_TEST_NO_SUCH_KEY"},
     )
     assert result.returncode == 2

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.test_eval_cli import eval_py, records, run_dir_of
+from tests.support import eval_py, records, run_dir_of
 
 pytest.importorskip("llama_cpp", reason="the local extra is not installed (make setup installs it)")
 pytestmark = pytest.mark.slow

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.errors import ConfigError
 from react_bench.events import TextDelta
 from react_bench.models import local as local_module
-from react_bench.errors import ConfigError
 from react_bench.models.base import ModelRequest, ToolSpec, generate
 from react_bench.models.collector import collect
 from react_bench.models.local import LocalConfig, LocalModel
@@ -63,6 +63,7 @@ def greedy(prompt: str, stop: tuple[str, ...] = (), max_tokens: int = 60) -> Mod
     return ModelRequest(prompt=prompt, max_tokens=max_tokens, temperature=0.0, stop=stop)
 
 
+@pytest.mark.slow  # loads the real model
 async def test_raw_completion_is_cut_at_the_callers_stop(model: LocalModel) -> None:
     free = await generate(model, greedy("Question: What is the capital of France?\nThought 1:"))
     text = text_of(free)
@@ -73,6 +74,7 @@ async def test_raw_completion_is_cut_at_the_callers_stop(model: LocalModel) -> N
     assert cut.usage.output_tokens < free.usage.output_tokens  # generation ended at the stop
 
 
+@pytest.mark.slow  # loads the real model
 async def test_max_tokens_ends_the_call_and_usage_counts_the_tokens(model: LocalModel) -> None:
     response = await generate(model, greedy("Question: Who wrote Hamlet?\nThought 1:", max_tokens=7))
     assert (response.stop_reason, response.usage.output_tokens) == (StopReason.MAX_TOKENS, 7)
@@ -80,6 +82,7 @@ async def test_max_tokens_ends_the_call_and_usage_counts_the_tokens(model: Local
     assert abs(len(generated) - 7) <= 1  # re-tokenising may merge a token at the edge
 
 
+@pytest.mark.slow  # loads the real model
 async def test_observation_without_step_number_stops_the_text_runners_call(model: LocalModel) -> None:
     # The paper's stop is "\nObservation 1:"; this model writes "\nObservation" without the number.
     response = await generate(model, greedy(PROMPT, stop=("\nObservation 1:",), max_tokens=100))
@@ -87,6 +90,7 @@ async def test_observation_without_step_number_stops_the_text_runners_call(model
     assert "Observation" not in text_of(response)
 
 
+@pytest.mark.slow  # loads the real model
 async def test_greedy_is_deterministic_in_each_kv_mode(model: LocalModel) -> None:
     # Reused and fresh contexts are each deterministic, but not bit-identical to each other:
     # batch shapes differ, and on long prompts a near-tie can flip (bench_local.py records it).
@@ -100,6 +104,7 @@ async def test_greedy_is_deterministic_in_each_kv_mode(model: LocalModel) -> Non
     assert fresh[1].usage.cache_read_input_tokens == 0
 
 
+@pytest.mark.slow  # loads the real model
 async def test_a_growing_prompt_evaluates_only_its_new_tokens(model: LocalModel) -> None:
     step1 = await generate(model, greedy(PROMPT, stop=("\nObservation 1:",)))
     observation = "\nObservation 1: Pavel Urysohn was a Soviet mathematician.\nThought 2:"
@@ -114,6 +119,7 @@ async def test_a_growing_prompt_evaluates_only_its_new_tokens(model: LocalModel)
     assert evaluated == step2.usage.input_tokens < step2.usage.total_input_tokens / 5
 
 
+@pytest.mark.slow  # loads the real model
 async def test_sampling_seed_comes_from_the_sample_index(model: LocalModel) -> None:
     def sample(k: int) -> ModelRequest:
         return ModelRequest(prompt=PROMPT, max_tokens=20, temperature=1.0, sample_index=k)
@@ -123,6 +129,7 @@ async def test_sampling_seed_comes_from_the_sample_index(model: LocalModel) -> N
     assert a0.content != a1.content
 
 
+@pytest.mark.slow  # loads the real model
 async def test_concurrent_calls_are_serialised_and_each_gets_its_own_answer(model: LocalModel) -> None:
     prompts = ["Question: What is the capital of France?\nAnswer:", "Question: Who wrote Hamlet?\nAnswer:"]
     alone = [await generate(model, greedy(p, stop=("\n",), max_tokens=15)) for p in prompts]
@@ -130,6 +137,7 @@ async def test_concurrent_calls_are_serialised_and_each_gets_its_own_answer(mode
     assert [r.content for r in together] == [r.content for r in alone]
 
 
+@pytest.mark.slow  # loads the real model
 async def test_a_stream_abandoned_midway_leaves_the_model_usable(model: LocalModel) -> None:
     request = greedy("Question: Who wrote Hamlet?\nThought 1:", max_tokens=100)
     expected = await generate(model, request)
@@ -142,6 +150,7 @@ async def test_a_stream_abandoned_midway_leaves_the_model_usable(model: LocalMod
     assert (after.content, after.stop_reason) == (expected.content, expected.stop_reason)
 
 
+@pytest.mark.slow  # loads the real model
 async def test_chat_uses_the_models_template_and_continues_a_prefill(model: LocalModel) -> None:
     reply = await generate(model, ModelRequest(messages=(Message.user("What is 2+2?"),), max_tokens=40, temperature=0))
     assert reply.stop_reason == StopReason.END_TURN and text_of(reply).strip()
@@ -150,6 +159,7 @@ async def test_chat_uses_the_models_template_and_continues_a_prefill(model: Loca
     assert not text_of(continued).startswith("My favourite")
 
 
+@pytest.mark.slow  # loads the real model
 async def test_chat_with_tools_runs_the_prompt_protocol(model: LocalModel) -> None:
     search = ToolSpec(
         "search", "Search Wikipedia for an entity", {"type": "object", "properties": {"entity": {"type": "string"}}}
@@ -252,14 +262,16 @@ def test_gemma_is_assembled_from_its_parts_into_the_cache(monkeypatch: pytest.Mo
     assert resolve_model_path("gemma3-270m") == path  # reused, not rebuilt
 
 
+@pytest.mark.slow  # loads the real model
 async def test_gemma_runs_a_greedy_completion_with_stops(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path))
     try:
         model = LocalModel(LocalConfig(name="gemma3-270m", n_ctx=512))
     except ConfigError as exc:
         pytest.skip(str(exc))
-    request = ModelRequest(prompt="Question: What is the capital of France?\nAnswer:", max_tokens=12, temperature=0.0,
-                           stop=("\n",))
+    request = ModelRequest(
+        prompt="Question: What is the capital of France?\nAnswer:", max_tokens=12, temperature=0.0, stop=("\n",)
+    )
     first, second = await generate(model, request), await generate(model, request)
     assert first.text == second.text and "\n" not in first.text
     assert first.usage.output_tokens > 0

@@ -144,7 +144,9 @@ def test_backoff_is_not_a_loop_setting():
 
 
 async def test_step_cap_wrap_up_makes_one_more_call_without_tools(scripted):
-    model = scripted([tool_turn(("t1", "search", {"q": "a"})), tool_turn(("t2", "search", {"q": "b"})), answer_turn("B")])
+    model = scripted(
+        [tool_turn(("t1", "search", {"q": "a"})), tool_turn(("t2", "search", {"q": "b"})), answer_turn("B")]
+    )
     result, history = await run(model, FakeEnv(), max_steps=2, on_limit="wrap_up")
     assert (result.answer, result.reason, result.steps) == ("B", "step_limit", 2)
     last_request = model.requests[-1]
@@ -197,7 +199,9 @@ async def test_parallel_calls_finishing_in_reverse_order_return_in_one_message(s
 
 async def test_thinking_blocks_come_back_byte_for_byte_and_never_as_events(scripted):
     thinking = ThinkingBlock("I should search \u00e9t\u00e9 first.\n", "c2lnbmF0dXJlLXZhbHVlLTEyMw==" * 3)
-    model = scripted([tool_turn(("t1", "search", {"q": "a"}), thinking=thinking, text="Let me look."), answer_turn("ok")])
+    model = scripted(
+        [tool_turn(("t1", "search", {"q": "a"}), thinking=thinking, text="Let me look."), answer_turn("ok")]
+    )
     result, _ = await run(model, FakeEnv())
     sent_back = model.requests[1].messages[1]
     assert sent_back.role == "assistant" and sent_back.content[0] == thinking

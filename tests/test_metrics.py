@@ -8,21 +8,16 @@ yes / no / noanswer rule; the comment says the reasoning where it is not obvious
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from react_bench.metrics import (
-    MCNEMAR_EXACT_BELOW,
     bootstrap_ci,
     exact_match,
     f1_score,
     fever_correct,
     label_accuracy,
     map_fever_label,
-    mcnemar,
     normalize_answer,
-    paired_bootstrap,
     protocol_fingerprint,
 )
 
@@ -219,72 +214,6 @@ def _runs(both: int, a_only: int, b_only: int, neither: int) -> tuple[list[bool]
     a = [True] * both + [True] * a_only + [False] * b_only + [False] * neither
     b = [True] * both + [False] * a_only + [True] * b_only + [False] * neither
     return a, b
-
-
-def test_paired_bootstrap_of_identical_runs_finds_nothing() -> None:
-    a, _ = _runs(40, 10, 0, 50)
-    result = paired_bootstrap([float(x) for x in a], [float(x) for x in a], n_resamples=1000)
-    assert (result.mean_diff, result.low, result.high, result.p_value) == (0.0, 0.0, 0.0, 1.0)
-
-
-def test_paired_bootstrap_of_all_right_vs_all_wrong() -> None:
-    result = paired_bootstrap([1.0] * 30, [0.0] * 30, n_resamples=999)
-    assert (result.mean_diff, result.low, result.high) == (1.0, 1.0, 1.0)
-    assert result.p_value == pytest.approx(1 / 1000)  # no resample reaches 0: add-one floor
-
-
-def test_paired_bootstrap_of_a_known_ten_point_gain() -> None:
-    # a right on 60 of 100, b on 50; discordant 15 (a only) vs 5 (b only): diff exactly 0.10.
-    # Per-example differences: 15 x 1, 5 x -1, 80 x 0 -> sd sqrt(0.2 - 0.01), se 0.0436,
-    # so the 95% interval is about 0.10 +- 0.085 and the two-sided p about 0.02.
-    a, b = _runs(45, 15, 5, 35)
-    result = paired_bootstrap([float(x) for x in a], [float(x) for x in b], n_resamples=10_000, seed=3)
-    assert result.mean_diff == pytest.approx(0.10)
-    assert 0.0 < result.low < 0.04 and 0.16 < result.high < 0.2
-    assert 0.005 < result.p_value < 0.05
-    swapped = paired_bootstrap([float(x) for x in b], [float(x) for x in a], n_resamples=10_000, seed=3)
-    assert swapped.mean_diff == pytest.approx(-0.10)
-    assert (swapped.low, swapped.high) == pytest.approx((-result.high, -result.low))
-    with pytest.raises(ValueError):
-        paired_bootstrap([1.0], [1.0, 0.0])
-
-
-def test_mcnemar_exact_on_the_constructed_gain() -> None:
-    # 20 discordant pairs (< 25): exact, p = 2 * P(X <= 5), X ~ Bin(20, 1/2)
-    # = 2 * (1 + 20 + 190 + 1140 + 4845 + 15504) / 2**20 = 43400 / 1048576.
-    a, b = _runs(45, 15, 5, 35)
-    result = mcnemar(a, b)
-    assert (result.a_only, result.b_only, result.method) == (15, 5, "exact")
-    assert result.p_value == pytest.approx(43400 / 1048576)
-    assert mcnemar(b, a).p_value == result.p_value
-
-
-@pytest.mark.parametrize(
-    ("a_only", "b_only", "method", "p_value"),
-    [
-        (0, 0, "exact", 1.0),
-        (1, 0, "exact", 1.0),  # 2 * 1/2
-        (10, 0, "exact", 2 / 1024),
-        (3, 12, "exact", 2 * (1 + 15 + 105 + 455) / 2**15),
-        (12, 12, "exact", 1.0),
-        (13, 12, "chi2", 1.0),  # 25 discordant: chi-square, (|1| - 1)^2 / 25 = 0
-        (30, 10, "chi2", 0.002663),  # (20 - 1)^2 / 40 = 9.025 = z^2, z = 3.004: p = 0.002663
-    ],
-)
-def test_mcnemar_switches_from_exact_to_chi_square(a_only: int, b_only: int, method: str, p_value: float) -> None:
-    a, b = _runs(7, a_only, b_only, 4)
-    result = mcnemar(a, b)
-    assert result.method == method
-    assert result.p_value == pytest.approx(p_value, rel=1e-3)
-    assert (a_only + b_only < MCNEMAR_EXACT_BELOW) == (method == "exact")
-    if method == "chi2":
-        assert result.statistic == pytest.approx((abs(a_only - b_only) - 1) ** 2 / (a_only + b_only))
-        assert result.p_value == pytest.approx(math.erfc(math.sqrt(result.statistic / 2)))
-
-
-def test_mcnemar_needs_paired_runs() -> None:
-    with pytest.raises(ValueError):
-        mcnemar([True], [True, False])
 
 
 def test_protocol_fingerprint() -> None:

@@ -17,8 +17,8 @@ from typing import IO
 import pytest
 from openai.types.chat import ChatCompletionChunk
 
-from react_bench.events import StreamEvent, TextDelta
 from react_bench.errors import ConfigError
+from react_bench.events import StreamEvent, TextDelta
 from react_bench.models.base import ModelRequest
 from react_bench.models.collector import collect
 from react_bench.models.openai_compat import OpenAICompatClient, OpenAIConfig, StreamMapper, to_openai_messages

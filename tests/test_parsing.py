@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from react_bench.models.stopping import REASK_STOP, step_stop
-from react_bench.wiki.env import action_to_call
 from react_bench.runners.parsing import (
     REPAIRS,
     ParsedStep,
@@ -20,6 +19,7 @@ from react_bench.runners.parsing import (
     robust_parse,
     split_thought_action,
 )
+from react_bench.wiki.env import action_to_call
 
 # --- the paper parser ----------------------------------------------------------------------
 
@@ -260,3 +260,8 @@ def test_no_answer_is_none(completion: str) -> None:
 
 def test_no_answer_after_the_label_is_none() -> None:
     assert extract_answer("  \nQuestion: x", after_answer_label=True) is None
+
+
+def test_think_is_an_action_the_environment_knows() -> None:
+    # the original environment answers think[...] with "Nice thought."; it is read like the others
+    assert action_to_call("Think[about it]") == ("think", "about it")

@@ -18,15 +18,15 @@ import pytest
 
 from react_bench.metrics import normalize_answer
 from react_bench.prompts import PROMPT_DIR, STYLES, load_prompt
-from react_bench.wiki.env import action_to_call
 from react_bench.runners.parsing import extract_answer, parse_step
 from react_bench.runners.text import base_prompt
+from react_bench.wiki.env import action_to_call
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = {"hotpotqa": "Question", "fever": "Claim"}
 COUNTS = {"hotpotqa": 6, "fever": 3}
 # Split so that the repo itself never holds these strings of the paper's prompts.
-FORBIDDEN = ("Colorado" " orogeny", "Milhouse was" " named after", "Nikolaj" " Coster-Waldau", "Adam Clayton" " Powell (film)")
+FORBIDDEN = ("Colorado orogeny", "Milhouse was named after", "Nikolaj Coster-Waldau", "Adam Clayton Powell (film)")
 _STEP_LABEL = re.compile(r"^(Thought|Action|Observation) (\d+): ", re.MULTILINE)
 
 
@@ -222,7 +222,10 @@ def test_shipped_files_are_what_the_generator_makes_now(shared_data: Path, tmp_p
     for out in (tmp_path / "a", tmp_path / "b"):
         done = subprocess.run(
             [sys.executable, str(script), "--data-dir", str(shared_data), "--out", str(out)],
-            capture_output=True, text=True, timeout=120, check=False,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
         assert done.returncode == 0, done.stderr
     for name in ("hotpotqa.json", "fever.json", "fever_exemplar_ids.json"):
@@ -247,8 +250,12 @@ def _generator():
 def test_generator_refuses_inconsistent_plans(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gen = _generator()
     first = gen.HOTPOT_PLANS[0]
-    wrong_answer = gen.plan(first.id, first.reasoning, *[(s.thought, s.action) for s in first.steps[:-1]],
-                            ("A guess.", "Finish[Royal Society of Chemistry]"))
+    wrong_answer = gen.plan(
+        first.id,
+        first.reasoning,
+        *[(s.thought, s.action) for s in first.steps[:-1]],
+        ("A guess.", "Finish[Royal Society of Chemistry]"),
+    )
     monkeypatch.setattr(gen, "HOTPOT_PLANS", (wrong_answer,))
     with pytest.raises(ValueError, match="is not the gold"):
         gen.hotpotqa_items(shared_data)

@@ -11,8 +11,8 @@ from react_bench.models.base import ModelCapabilities
 from react_bench.models.replay import RecordingModel, ReplayModel, cassette_line, example_scope, load_cassette
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolUseBlock
-from tests.test_runners import PROMPTS, wiki  # noqa: F401  (the tiny-wiki fixture)
 from react_bench.wiki.env import WikiEnv
+from tests.support import PROMPTS
 
 
 async def run_examples(model, wiki, settings, questions):
@@ -35,7 +35,7 @@ def write(tmp_path, lines):
 QUESTIONS = {"ex-1": "What is Gamma?", "ex-2": "Which river feeds Alpha Lake?"}
 
 
-async def test_text_run_replays_to_identical_predictions_in_any_order(scripted, wiki, tmp_path):  # noqa: F811
+async def test_text_run_replays_to_identical_predictions_in_any_order(scripted, wiki, tmp_path):
     model = scripted(
         [
             " Look it up.\nAction 1: Search[Gamma]",
@@ -56,7 +56,7 @@ async def test_text_run_replays_to_identical_predictions_in_any_order(scripted, 
     assert {line["id"]: line for line in again} == {line["id"]: line for line in lines}
 
 
-async def test_tool_use_run_replays_blocks_with_thinking(scripted, wiki, tmp_path):  # noqa: F811
+async def test_tool_use_run_replays_blocks_with_thinking(scripted, wiki, tmp_path):
     thinking = ThinkingBlock("Search first.", "sig-123")
     model = scripted(
         [
@@ -73,8 +73,14 @@ async def test_tool_use_run_replays_blocks_with_thinking(scripted, wiki, tmp_pat
     assert replayed["ex-1"].episodes[0]["history"] == recorded["ex-1"].episodes[0]["history"]
 
 
-async def test_asking_beyond_the_cassette_is_an_error_for_that_example_only(wiki, tmp_path):  # noqa: F811
-    cassette = write(tmp_path, [{"id": "ex-1", "completions": [" Look.\nAction 1: Search[Gamma]"]}, {"id": "ex-2", "completions": [" x\nAction 1: Finish[y]"]}])
+async def test_asking_beyond_the_cassette_is_an_error_for_that_example_only(wiki, tmp_path):
+    cassette = write(
+        tmp_path,
+        [
+            {"id": "ex-1", "completions": [" Look.\nAction 1: Search[Gamma]"]},
+            {"id": "ex-2", "completions": [" x\nAction 1: Finish[y]"]},
+        ],
+    )
     outcomes, _ = await run_examples(ReplayModel(cassette), wiki, SolveSettings(mode="react"), QUESTIONS)
     assert outcomes["ex-1"].reason == "error" and "call 2 was asked for" in outcomes["ex-1"].error
     assert (outcomes["ex-2"].reason, outcomes["ex-2"].prediction) == ("answered", "y")
@@ -92,14 +98,16 @@ def test_bad_cassettes_are_reported_with_file_and_line(tmp_path):
         load_cassette(tmp_path / "missing.jsonl")
 
 
-async def test_a_failed_call_is_recorded_in_place_and_replayed_as_the_same_failure(scripted, wiki, tmp_path):  # noqa: F811
+async def test_a_failed_call_is_recorded_in_place_and_replayed_as_the_same_failure(scripted, wiki, tmp_path):
     from react_bench.models.base import ModelError
 
     model = scripted([" a\nAnswer: x", ModelError("overloaded", status=529), " c\nAnswer: y"])
     settings = SolveSettings(mode="cot_sc", cot_sc_samples=3)
     recorded, lines = await run_examples(RecordingModel(model), wiki, settings, {"ex-1": "Q?"})
     assert lines[0]["completions"][1] == {"error": "ModelError: overloaded"}
-    replayed, again = await run_examples(RecordingModel(ReplayModel(write(tmp_path, lines))), wiki, settings, {"ex-1": "Q?"})
+    replayed, again = await run_examples(
+        RecordingModel(ReplayModel(write(tmp_path, lines))), wiki, settings, {"ex-1": "Q?"}
+    )
     assert replayed["ex-1"].samples == recorded["ex-1"].samples == ["x", "", "y"]
     assert "recorded failure (replayed): ModelError: overloaded" in replayed["ex-1"].error
     assert again[0]["completions"][2] == " c\nAnswer: y"

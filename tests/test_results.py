@@ -9,15 +9,45 @@ from react_bench.tasks import load_task
 
 
 def write_run(tmp_path, task: str, records: list[dict]):
-    run = {"run_id": "r", "fingerprint": "sha256:x", "model_name": "m", "n_examples": len(records),
-           "not_applied": ["temperature=0.0"], "config": {"solve": {"mode": "react", "runner": "text"}}}
+    run = {
+        "run_id": "r",
+        "fingerprint": "sha256:x",
+        "model_name": "m",
+        "n_examples": len(records),
+        "not_applied": ["temperature=0.0"],
+        "config": {"solve": {"mode": "react", "runner": "text"}},
+    }
     (tmp_path / "run.json").write_text(json.dumps(run))
     (tmp_path / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
 def record(i: int, reason="answered", **scores):
-    return {"id": str(i), "reason": reason, "route": "react", "steps": 2, "bad_calls": 1, "usage": {"input_tokens": 10},
-            "repairs": {"quotes": 1}, "metadata": {"label": "SUPPORTS" if i % 2 else "REFUTES"}, **scores}
+    return {
+        "id": str(i),
+        "reason": reason,
+        "route": "react",
+        "steps": 2,
+        "bad_calls": 1,
+        "usage": {"input_tokens": 10},
+        "repairs": {"quotes": 1},
+        "metadata": {"label": "SUPPORTS" if i % 2 else "REFUTES"},
+        **scores,
+    }
+
+
+def test_cost_is_summed_and_unknown_is_never_zero(tmp_path):
+    task = load_task("hotpotqa")
+    priced = [dict(record(i, **task.score(p, "Paris")), cost_usd=0.25) for i, p in enumerate(["Paris", "Lyon"])]
+    for i, r in enumerate(priced):
+        r["correct"] = i == 0
+    write_run(tmp_path, "hotpotqa", priced)
+    cost = summarize(tmp_path, task)["cost_usd"]
+    assert cost == {"total": 0.5, "per_example": 0.25, "per_correct": 0.5}
+    priced[1]["cost_usd"] = None  # one example on a model without a price
+    write_run(tmp_path, "hotpotqa", priced)
+    metrics = summarize(tmp_path, task)
+    assert metrics["cost_usd"]["total"] is None
+    assert "cost (USD)           unknown" in format_table(metrics, "hotpotqa")
 
 
 def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
@@ -36,7 +66,11 @@ def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
 
 def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
     task = load_task("hotpotqa")
-    write_run(tmp_path, "hotpotqa", [record(i, **task.score(p, "Paris")) for i, p in enumerate(["Paris", "paris.", "Lyon", ""])])
+    write_run(
+        tmp_path,
+        "hotpotqa",
+        [record(i, **task.score(p, "Paris")) for i, p in enumerate(["Paris", "paris.", "Lyon", ""])],
+    )
     metrics = summarize(tmp_path, task)
     assert metrics["em"]["mean"] == 0.5
     low, high = metrics["em"]["ci95"]

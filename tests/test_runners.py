@@ -15,35 +15,11 @@ import pytest
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ModelCapabilities
 from react_bench.modes import Solver, SolveSettings, majority_vote
-from react_bench.prompts import PromptSpec
 from react_bench.types import ModelResponse, StopReason, TextBlock, ToolResultBlock, ToolUseBlock
-from react_bench.wiki.build import build_wiki
 from react_bench.wiki.env import WikiEnv
-from react_bench.wiki.local import LocalWiki
+from tests.support import PROMPTS
 
 GOLDEN = Path(__file__).parent / "fixtures" / "prompts"
-PAGES = [
-    ("Alpha Lake", "Alpha Lake is a lake in Norway. It lies at 300 m. The lake is fed by the Beta River."),
-    ("Beta River", "The Beta River is a river. It is 12 km long. The Beta River flows into Alpha Lake."),
-    ("Gamma", "Gamma is a village."),
-]
-
-
-def spec(label: str, style: str) -> PromptSpec:
-    return PromptSpec(f"<instruction {style}>\n", f"<exemplars {style}>\n", label, f"test/{style}")
-
-
-PROMPTS = {
-    label: {s: spec(label, s) for s in ("react", "act", "cot", "standard", "tool_use", "tool_use_act")}
-    for label in ("Question", "Claim")
-}
-
-
-@pytest.fixture(scope="module")
-def wiki(tmp_path_factory) -> LocalWiki:
-    path = tmp_path_factory.mktemp("wiki") / "tiny.sqlite"
-    build_wiki(iter(PAGES), path)
-    return LocalWiki(path)
 
 
 def solver(model, wiki, label="Question", **settings) -> Solver:
@@ -80,7 +56,11 @@ async def test_react_text_paper_protocol_with_reask(scripted, wiki):
     reask = model.requests[2]
     assert reask.prompt.endswith("Thought 2: I should look up the river.\nAction 2:")
     assert reask.stop == ("\n",)
-    assert [r.stop for r in model.requests if r is not reask] == [("\nObservation 1:",), ("\nObservation 2:",), ("\nObservation 3:",)]
+    assert [r.stop for r in model.requests if r is not reask] == [
+        ("\nObservation 1:",),
+        ("\nObservation 2:",),
+        ("\nObservation 3:",),
+    ]
     assert all(r.temperature == 0.0 and r.max_tokens == 100 for r in model.requests)
     check_golden("react_hotpotqa_reask.txt", prompts_sent(model))
 
@@ -98,7 +78,9 @@ async def test_react_text_wrap_up_asks_for_the_answer(scripted, wiki):
     model = scripted([" Look.\nAction 1: Search[Gamma]", "a village] trailing"])
     outcome = await solver(model, wiki, loop=LoopConfig(max_steps=1, on_limit="wrap_up")).solve("What is Gamma?")
     assert (outcome.prediction, outcome.reason) == ("a village", "step_limit")
-    assert model.requests[-1].prompt.endswith("(You have used all 1 steps. Give your final answer now, without using any tool.)\nAction 2: Finish[")
+    assert model.requests[-1].prompt.endswith(
+        "(You have used all 1 steps. Give your final answer now, without using any tool.)\nAction 2: Finish["
+    )
 
 
 async def test_act_text_on_fever(scripted, wiki):
@@ -147,7 +129,9 @@ async def test_cot_sc_samples_at_temperature_with_their_own_index(scripted, wiki
 
 async def test_react_cot_sc_backs_off_only_when_react_gives_no_answer(scripted, wiki):
     no_answer = scripted([" hmm\nAction 1: Search[Gamma]", " A\nAnswer: x", " B\nAnswer: y", " C\nAnswer: y"])
-    outcome = await solver(no_answer, wiki, mode="react_cot_sc", cot_sc_samples=3, loop=LoopConfig(max_steps=1)).solve("Q?")
+    outcome = await solver(no_answer, wiki, mode="react_cot_sc", cot_sc_samples=3, loop=LoopConfig(max_steps=1)).solve(
+        "Q?"
+    )
     assert (outcome.prediction, outcome.route, outcome.backoff) == ("y", "react->cot_sc", True)
     assert (outcome.steps, outcome.stats.calls) == (1 + 1, 1 + 3)
     answered = scripted([" done\nAction 1: Finish[Gamma]"])
@@ -175,18 +159,28 @@ CHAT_PREFILL = ModelCapabilities(raw_completion=False, prefill=True)
 
 
 async def test_text_protocol_on_a_chat_model_without_prefill(scripted, wiki):
-    model = scripted(["Thought 1: Search it.\nAction 1: Search[Gamma]", "Thought 2: ok\nAction 2: Finish[village]"], capabilities=CHAT_NO_PREFILL)
+    model = scripted(
+        ["Thought 1: Search it.\nAction 1: Search[Gamma]", "Thought 2: ok\nAction 2: Finish[village]"],
+        capabilities=CHAT_NO_PREFILL,
+    )
     outcome = await solver(model, wiki).solve("What is Gamma?")
     assert outcome.prediction == "village"
     first = model.requests[0]
     assert first.prompt is None and [m.role for m in first.messages] == ["user"]
-    assert first.messages[0].text.endswith("Begin your reply with `Thought 1:` and follow the format of the examples exactly.")
+    assert first.messages[0].text.endswith(
+        "Begin your reply with `Thought 1:` and follow the format of the examples exactly."
+    )
     # The repeated "Thought 2:" was stripped: the scratchpad does not double it.
-    assert "Thought 1: Search it.\nAction 1: Search[Gamma]\nObservation 1: Gamma is a village..\n" in model.requests[1].messages[0].text
+    assert (
+        "Thought 1: Search it.\nAction 1: Search[Gamma]\nObservation 1: Gamma is a village..\n"
+        in model.requests[1].messages[0].text
+    )
 
 
 async def test_text_protocol_on_a_chat_model_with_prefill_and_client_side_newline_stop(scripted, wiki):
-    model = scripted([" no action here", " Search[Gamma]\nmore text", " ok\nAction 2: Finish[village]"], capabilities=CHAT_PREFILL)
+    model = scripted(
+        [" no action here", " Search[Gamma]\nmore text", " ok\nAction 2: Finish[village]"], capabilities=CHAT_PREFILL
+    )
     outcome = await solver(model, wiki).solve("What is Gamma?")
     assert outcome.prediction == "village"
     first, reask = model.requests[0], model.requests[1]
@@ -207,14 +201,20 @@ def tool_turn(*calls, text=""):
 async def test_react_tool_use_parallel_calls_and_final_text(scripted, wiki):
     model = scripted(
         [
-            tool_turn(("a", "search", {"entity": "Alpha Lake"}), ("b", "search", {"entity": "Beta River"}), text="Both pages."),
+            tool_turn(
+                ("a", "search", {"entity": "Alpha Lake"}), ("b", "search", {"entity": "Beta River"}), text="Both pages."
+            ),
             ModelResponse((TextBlock("The river is 12 km long.\nAnswer: 12 km"),), StopReason.END_TURN),
         ]
     )
     outcome = await solver(model, wiki, runner="tool_use").solve("How long is the river that feeds Alpha Lake?")
     assert (outcome.prediction, outcome.reason, outcome.steps) == ("12 km", "answered", 2)
     first, second = model.requests
-    assert first.system == "<instruction tool_use>\n" and [t.name for t in first.tools] == ["search", "lookup", "finish"]
+    assert first.system == "<instruction tool_use>\n" and [t.name for t in first.tools] == [
+        "search",
+        "lookup",
+        "finish",
+    ]
     assert first.messages[0].text == "Question: How long is the river that feeds Alpha Lake?"
     assert first.tool_choice == "auto"
     results = second.messages[-1].content
@@ -223,7 +223,9 @@ async def test_react_tool_use_parallel_calls_and_final_text(scripted, wiki):
 
 
 async def test_act_tool_use_forces_tools_and_ends_with_finish(scripted, wiki):
-    model = scripted([tool_turn(("a", "search", {"entity": "Gamma"})), tool_turn(("b", "finish", {"answer": "NOT ENOUGH INFO"}))])
+    model = scripted(
+        [tool_turn(("a", "search", {"entity": "Gamma"})), tool_turn(("b", "finish", {"answer": "NOT ENOUGH INFO"}))]
+    )
     outcome = await solver(model, wiki, "Claim", mode="act", runner="tool_use", thinking=None).solve("Gamma is a city.")
     assert (outcome.prediction, outcome.route) == ("NOT ENOUGH INFO", "act")
     assert all(r.tool_choice == "any" and r.thinking is None for r in model.requests)
@@ -231,7 +233,9 @@ async def test_act_tool_use_forces_tools_and_ends_with_finish(scripted, wiki):
 
 
 async def test_tool_use_wrap_up_keeps_tools_declared_but_unused(scripted, wiki):
-    model = scripted([tool_turn(("a", "search", {"entity": "Gamma"})), ModelResponse((TextBlock("village"),), StopReason.END_TURN)])
+    model = scripted(
+        [tool_turn(("a", "search", {"entity": "Gamma"})), ModelResponse((TextBlock("village"),), StopReason.END_TURN)]
+    )
     outcome = await solver(model, wiki, runner="tool_use", loop=LoopConfig(max_steps=1, on_limit="wrap_up")).solve("Q?")
     assert (outcome.prediction, outcome.reason) == ("village", "step_limit")
     last = model.requests[-1]
@@ -254,7 +258,7 @@ def script_for(mode: str, runner: str, answer: str) -> list:
         "standard": [f" {answer}"],
         "cot": cot[:1],
         "cot_sc": cot,
-        "act": [" Finish[%s]" % answer] if runner == "text" else [tool_turn(("f", "finish", {"answer": answer}))],
+        "act": [f" Finish[{answer}]"] if runner == "text" else [tool_turn(("f", "finish", {"answer": answer}))],
         "react": [react_turn()],
         "react_cot_sc": [react_turn()],
         "cot_sc_react": cot,
@@ -266,7 +270,9 @@ def script_for(mode: str, runner: str, answer: str) -> list:
 @pytest.mark.parametrize("mode", ["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react"])
 async def test_every_mode_answers_on_both_tasks_and_runners(scripted, wiki, mode, runner, label, answer):
     model = scripted(script_for(mode, runner, answer))
-    outcome = await solver(model, wiki, label, mode=mode, runner=runner, cot_sc_samples=3).solve("Which river feeds Alpha Lake?")
+    outcome = await solver(model, wiki, label, mode=mode, runner=runner, cot_sc_samples=3).solve(
+        "Which river feeds Alpha Lake?"
+    )
     assert (outcome.prediction, outcome.reason, outcome.backoff) == (answer, "answered", False)
     expected_route = {"react_cot_sc": "react", "cot_sc_react": "cot_sc"}.get(mode, mode)
     assert outcome.route == expected_route
@@ -283,7 +289,10 @@ async def test_react_text_prompt_on_fever(scripted, wiki):
 
 
 async def test_reask_reply_that_repeats_the_action_label_on_a_chat_model(scripted, wiki):
-    model = scripted(["I think about it", "Action 1: Search[Gamma]", "Thought 2: ok\nAction 2: Finish[village]"], capabilities=CHAT_NO_PREFILL)
+    model = scripted(
+        ["I think about it", "Action 1: Search[Gamma]", "Thought 2: ok\nAction 2: Finish[village]"],
+        capabilities=CHAT_NO_PREFILL,
+    )
     outcome = await solver(model, wiki).solve("What is Gamma?")
     assert (outcome.prediction, outcome.stats.bad_calls) == ("village", 1)
     assert "Action 1: Search[Gamma]\nObservation 1: Gamma is a village..\n" in model.requests[2].messages[0].text

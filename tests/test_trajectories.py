@@ -41,8 +41,8 @@ from pathlib import Path
 
 import pytest
 
-from react_bench.wiki.env import action_to_call
 from react_bench.runners.parsing import PARSERS, ParsedStep, ParserName, parse_step
+from react_bench.wiki.env import action_to_call
 
 TRAJECTORIES = "trajectories"
 REFLEXION_LOG = "reflexion_davinci003_hotpotqa_100x5.txt"
@@ -319,4 +319,9 @@ def test_report_parse_rates(reports: Reports, record_property: pytest.RecordProp
     for name, by_parser in reports.items():
         for parser, report in by_parser.items():
             record_property(f"{name} {parser} parse rate", f"{report.rate:.4f} of {report.steps}")
-    assert len(lines) >= 1 + len(reports)
+    # the printed table states each reader's step count and both parsers' rates, as computed
+    for name, by_parser in reports.items():
+        paper, robust = by_parser["paper"], by_parser["robust"]
+        (row,) = [line for line in lines if line.startswith(f"{name} ")]
+        cells = row[len(name) :].split()
+        assert cells[:3] == [str(paper.steps), f"{paper.rate:.2%}", f"{robust.rate:.2%}"], row

@@ -166,7 +166,9 @@ async def test_record_mode_asks_again_after_a_stored_failure(stand_in: MediaWiki
     assert first.is_error
     second = await WikiEnv(wiki).step_text("search[Plains Museum]")
     assert (second.text, second.is_error) == ("The Plains Museum is a museum..", False)
-    third = await WikiEnv(LiveWiki("replay", ObservationStore(tmp_path / "store.sqlite"))).step_text("search[Plains Museum]")
+    third = await WikiEnv(LiveWiki("replay", ObservationStore(tmp_path / "store.sqlite"))).step_text(
+        "search[Plains Museum]"
+    )
     assert third == second  # the recovered answer replaced the failure in the store
 
 

@@ -48,6 +48,7 @@ import pydantic
 from anthropic import types as sdk
 from anthropic.types.raw_content_block_start_event import ContentBlock as SdkStartBlock
 
+from react_bench.errors import ConfigError
 from react_bench.events import (
     BlockStart,
     BlockStop,
@@ -59,7 +60,6 @@ from react_bench.events import (
     ThinkingDelta,
     ToolInputDelta,
 )
-from react_bench.errors import ConfigError
 from react_bench.models.base import ModelError, ModelRequest, ThinkingConfig, adapt_request
 from react_bench.models.capabilities import model_info
 from react_bench.models.stopping import StreamStops
@@ -299,8 +299,9 @@ class StreamMapper:
             case sdk.RawMessageStopEvent():
                 if self._delta is None:
                     return [MessageStop(None)]
-                delta, usage = self._delta.delta, _usage(self._delta.usage)
-                return [MessageStop(_stop_reason(delta.stop_reason), usage, delta.stop_sequence)]
+                message_delta, usage = self._delta.delta, _usage(self._delta.usage)
+                stop = _stop_reason(message_delta.stop_reason)
+                return [MessageStop(stop, usage, message_delta.stop_sequence)]
             case _:
                 assert_never(event)
 

@@ -89,8 +89,11 @@ class ModelClient(Protocol):
     that this model refuses and the client therefore does not send). A run asks it of the
     requests its policies build, and records the answer."""
 
-    name: str
-    capabilities: ModelCapabilities
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> ModelCapabilities: ...
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]: ...
 

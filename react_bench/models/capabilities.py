@@ -23,6 +23,7 @@ that a reader of old results may meet; dated snapshots map to their alias's row.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from react_bench.errors import ConfigError
@@ -193,6 +194,18 @@ def model_info(model_id: str, *, allow_unknown: bool = False) -> ClaudeModel:
 
 def capabilities_for(model_id: str, *, allow_unknown: bool = False) -> ModelCapabilities:
     return model_info(model_id, allow_unknown=allow_unknown).capabilities()
+
+
+def calls_cost_usd(model_id: str, usages: Iterable[Usage]) -> float | None:
+    """The USD cost of several calls, each priced on its own (the long-prompt tier is per
+    request); None when any call's price is unknown, never a silent 0."""
+    total = 0.0
+    for usage in usages:
+        cost = cost_usd(model_id, usage)
+        if cost is None:
+            return None
+        total += cost
+    return total
 
 
 def cost_usd(model_id: str, usage: Usage) -> float | None:

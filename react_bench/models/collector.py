@@ -147,7 +147,9 @@ def response_to_events(response: ModelResponse, chunk: int = 7) -> list[StreamEv
 
     Used by the scripted and replay models, so that every model in the project streams.
     """
-    events: list[StreamEvent] = [MessageStart(response.id, response.model, Usage(input_tokens=response.usage.input_tokens))]
+    events: list[StreamEvent] = [
+        MessageStart(response.id, response.model, Usage(input_tokens=response.usage.input_tokens))
+    ]
 
     def pieces(text: str) -> list[str]:
         return [text[i : i + chunk] for i in range(0, len(text), chunk)] or [""]

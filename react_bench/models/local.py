@@ -53,8 +53,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
 from react_bench.errors import ConfigError
+from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
 from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, adapt_request
 from react_bench.models.local_chat import TOOL_CLOSE, TOOL_OPEN, ChatPrompt, parse_tool_call, render_chat
 from react_bench.models.local_files import resolve_model_path

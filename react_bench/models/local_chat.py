@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, assert_never, cast
 
 from react_bench.models.base import ModelRequest, ToolSpec
 from react_bench.types import (
@@ -97,7 +97,7 @@ def render_chat(request: ModelRequest, template: str | None, chat_format: str | 
 
     # bos/eos as text: templates that write them expect the strings; tokenized with special=True
     formatter = Jinja2ChatFormatter(template, eos_token="", bos_token="", add_generation_prompt=True)
-    return ChatPrompt(formatter(messages=messages).prompt + prefill, ())
+    return ChatPrompt(formatter(messages=cast(Any, messages)).prompt + prefill, ())
 
 
 def _plain(messages: list[dict[str, str]]) -> str:

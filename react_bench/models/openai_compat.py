@@ -28,8 +28,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
 from react_bench.errors import ConfigError
+from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
 from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
 from react_bench.models.stopping import StopScanner
 from react_bench.types import (
@@ -109,9 +109,9 @@ class OpenAICompatClient:
                 chunks = await self._client.completions.create(prompt=request.prompt, **self._common(request))
             else:
                 extra = {"tools": [_tool(t) for t in request.tools]} if request.tools else {}
-                chunks = await self._client.chat.completions.create(
-                    messages=to_openai_messages(request), **self._common(request), **extra
-                )
+                # plain dicts in the wire format; the SDK's TypedDict overloads cannot see that
+                create: Any = self._client.chat.completions.create
+                chunks = await create(messages=to_openai_messages(request), **self._common(request), **extra)
             async with chunks:
                 async for chunk in chunks:
                     for event in mapper.feed(chunk):

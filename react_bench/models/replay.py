@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from react_bench.events import StreamEvent
 from react_bench.errors import ConfigError
+from react_bench.events import StreamEvent
 from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelRequest, adapt_request
 from react_bench.models.collector import ResponseCollector, response_to_events
 from react_bench.types import (
@@ -37,6 +37,7 @@ from react_bench.types import (
     block_from_dict,
     block_to_dict,
 )
+
 
 @dataclass(frozen=True)
 class RecordedFailure:
@@ -177,7 +178,8 @@ class ReplayModel:
             raise ModelError(f"the cassette has no calls for example {example_id!r}")
         if cursor[0] >= len(recorded):
             raise ModelError(
-                f"the cassette has {len(recorded)} call(s) for example {example_id!r}; call {cursor[0] + 1} was asked for"
+                f"the cassette has {len(recorded)} call(s) for example {example_id!r}; "
+                f"call {cursor[0] + 1} was asked for"
             )
         response = recorded[cursor[0]]
         cursor[0] += 1

@@ -25,7 +25,6 @@ class ScriptError(AssertionError):
     """The script and the test disagree (too few or too many steps)."""
 
 
-
 @dataclass
 class ScriptedModel:
     script: list[ScriptStep]

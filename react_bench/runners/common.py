@@ -14,9 +14,9 @@ paper's re-ask stop ``\\n`` is whitespace-only) is honoured all the same.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field, replace
 
 from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
 from react_bench.models.base import ModelClient, ModelRequest
@@ -25,7 +25,9 @@ from react_bench.models.stopping import cut_at_stop
 from react_bench.types import Message, ModelResponse, Usage
 
 
-async def stream_turn(model: ModelClient, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | ModelResponse]:
+async def stream_turn(
+    model: ModelClient, request: ModelRequest, step: int
+) -> AsyncIterator[AgentEvent | ModelResponse]:
     """Stream one call: yield text/thinking deltas as AgentEvents, then the whole response."""
     collector = ResponseCollector()
     async for event in model.stream(request):
@@ -70,20 +72,19 @@ CONTINUE_INSTRUCTION = (
 
 def text_request(model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling) -> ModelRequest:
     """The request for ``prompt + suffix`` in whichever form the model accepts."""
-    common = dict(
-        max_tokens=sampling.max_tokens,
-        temperature=sampling.temperature,
-        sample_index=sampling.sample_index,
+    decoding = ModelRequest(
+        max_tokens=sampling.max_tokens, temperature=sampling.temperature, sample_index=sampling.sample_index
     )
     caps = model.capabilities
     if caps.raw_completion:
-        return ModelRequest(prompt=prompt + suffix, stop=tuple(stop), **common)
+        return replace(decoding, prompt=prompt + suffix, stop=tuple(stop))
     api_stops = tuple(s for s in stop if s.strip())  # APIs reject whitespace-only stops
+    messages: tuple[Message, ...]
     if caps.prefill and suffix.strip():
         messages = (Message.user(prompt.rstrip()), Message.assistant(suffix.rstrip()))
     else:
         messages = (Message.user(prompt.rstrip() + CONTINUE_INSTRUCTION.format(suffix=suffix.strip())),)
-    return ModelRequest(messages=messages, stop=api_stops, **common)
+    return replace(decoding, messages=messages, stop=api_stops)
 
 
 def completion_text(model: ModelClient, response: ModelResponse, suffix: str, stop: Sequence[str]) -> str:

@@ -57,7 +57,6 @@ Repair = Literal[
 REPAIRS: tuple[Repair, ...] = get_args(Repair)
 
 
-
 class ThoughtAction(NamedTuple):
     thought: str
     action: str
@@ -72,11 +71,9 @@ class ParsedStep:
     repairs: tuple[Repair, ...] = ()
 
 
-
 def reask_suffix(step: int, thought: str) -> str:
     """What the paper appends to the prompt when the split failed; the answer is one line."""
     return f"Thought {step}: {thought}\nAction {step}:"
-
 
 
 # --- the paper parser --------------------------------------------------------------------

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from react_bench.events import AgentEvent, ParseError
-from react_bench.loop import Decision, Environment, Observation, ToolCall
+from react_bench.loop import Decision, Observation, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ToolSpec
+from react_bench.models.stopping import REASK_STOP, step_stop
 from react_bench.prompts import PromptSpec
 from react_bench.runners.common import Completion, Sampling, StepStats, complete_text, text_request
-from react_bench.models.stopping import REASK_STOP, step_stop
 from react_bench.runners.parsing import extract_answer, parse_act, parse_step, reask_suffix
 from react_bench.types import Message, ToolResultBlock, Usage
+from react_bench.wiki.env import executed_text
 
 Parser = Literal["paper", "robust"]
 TEXT_ACTION_TOOL = "text_action"
@@ -81,7 +82,9 @@ class TextPolicy:
 
     def first_request(self) -> ModelRequest:
         """The request of step 1, as ``decide`` sends it (what the run records as not applied)."""
-        return text_request(self.model, base_prompt(self.prompt, self.question), self._step_suffix(1), [step_stop(1)], self.sampling)
+        return text_request(
+            self.model, base_prompt(self.prompt, self.question), self._step_suffix(1), [step_stop(1)], self.sampling
+        )
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history)
@@ -115,8 +118,8 @@ class TextPolicy:
             text = f"Action {step}: {action}"
         else:
             text = f"Thought {step}: {thought}\nAction {step}: {action}"
-        # Executed as the environment reads action strings (``wiki.env.action_to_call``).
-        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": action})
+        # recorded as executed (``wiki.env.action_to_call`` reads it the same way)
+        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": executed_text(action)})
         yield Decision(Message.assistant(text), (call,), usage=usage)
 
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:

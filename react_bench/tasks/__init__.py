@@ -7,8 +7,8 @@ gold)`` a dict of floats whose ``task.primary_metric`` key means "correct".
 
 from __future__ import annotations
 
-from react_bench.metrics import protocol_fingerprint
 from react_bench.errors import ConfigError
+from react_bench.metrics import protocol_fingerprint
 from react_bench.tasks.base import (
     PAPER500,
     Coverage,

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
@@ -172,7 +172,7 @@ class MediaWikiStandIn:
             self._thread.join(timeout=10)
         self._server = self._thread = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> MediaWikiStandIn:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -28,7 +28,7 @@ import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from react_bench.models.stopping import cut_at_stop
 from react_bench.types import ContentBlock, StopReason, TextBlock, ThinkingBlock, ToolUseBlock, Usage, block_to_dict
@@ -129,7 +129,7 @@ def encode_sse(name: str, payload: Mapping[str, Any]) -> bytes:
 def parse_sse(text: str) -> list[SseEvent]:
     """Parse an SSE body into (event name, JSON payload) pairs (events without data skipped)."""
     events: list[SseEvent] = []
-    name, data = "", []
+    name, data = "", cast(list[str], [])
     for line in [*text.splitlines(), ""]:
         if not line:
             if data:

@@ -26,7 +26,7 @@ Imports of the backends are lazy so that the offline path never imports ``wikipe
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,9 +112,10 @@ def make_env_factory(
         timeout_s=config.timeout_s,
         max_attempts=config.max_attempts,
         backoff_s=config.backoff_s,
-        **({"user_agent": config.user_agent} if config.user_agent else {}),
     )
-    mode = "live" if config.refresh else "record"
+    if config.user_agent:
+        settings = replace(settings, user_agent=config.user_agent)
+    mode: Literal["live", "record"] = "live" if config.refresh else "record"
     return WikiEnvFactory(LiveWiki(mode, ObservationStore(store_path), settings))
 
 

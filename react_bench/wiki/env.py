@@ -159,6 +159,11 @@ WIKI_TOOLS: tuple[ToolSpec, ...] = (
 TEXT_ACTIONS: tuple[str, ...] = ("search", "lookup", "finish", "think")
 
 
+def executed_text(action: str) -> str:
+    """The action as the original environment executes it: its first character lower-cased."""
+    return action[:1].lower() + action[1:]
+
+
 def action_to_call(action: str) -> tuple[str, str] | None:
     """The paper's execution of an action text: ``(name, argument)``, or None if invalid.
 
@@ -166,7 +171,7 @@ def action_to_call(action: str) -> tuple[str, str] | None:
     stripped, then it must read ``name[argument]`` exactly. The one place that reads action
     strings; the text runner and ``step_text`` both go through it.
     """
-    text = (action[:1].lower() + action[1:]).strip()
+    text = executed_text(action).strip()
     for name in TEXT_ACTIONS:
         if text.startswith(name + "[") and text.endswith("]"):
             return name, text[len(name) + 1 : -1]
@@ -207,7 +212,7 @@ class WikiEnv:
         """Execute a paper-format action string such as ``Search[Eiffel Tower]``."""
         call = action_to_call(action)
         if call is None:
-            return await self._act("invalid", (action[:1].lower() + action[1:]).strip())
+            return await self._act("invalid", executed_text(action).strip())
         return await self._act(*call)
 
     async def _act(self, name: str, argument: str) -> Observation:

@@ -1,0 +1,49 @@
+"""Helpers shared by several test modules (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from react_bench.prompts import PromptSpec
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The tiny wiki of the runner tests (conftest's ``wiki`` fixture).
+PAGES = [
+    ("Alpha Lake", "Alpha Lake is a lake in Norway. It lies at 300 m. The lake is fed by the Beta River."),
+    ("Beta River", "The Beta River is a river. It is 12 km long. The Beta River flows into Alpha Lake."),
+    ("Gamma", "Gamma is a village."),
+]
+
+
+def spec(label: str, style: str) -> PromptSpec:
+    return PromptSpec(f"<instruction {style}>\n", f"<exemplars {style}>\n", label, f"test/{style}")
+
+
+# Short test prompts, so the golden prompt files stay readable.
+PROMPTS = {
+    label: {s: spec(label, s) for s in ("react", "act", "cot", "standard", "tool_use", "tool_use_act")}
+    for label in ("Question", "Claim")
+}
+
+
+def eval_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "examples.jsonl").read_text().splitlines()]
+
+
+def run_dir_of(output: str) -> Path:
+    line = next(line for line in output.splitlines() if line.startswith("results: "))
+    return Path(line.split()[1])
