@@ -8,7 +8,9 @@ Rules (DESIGN section 3):
   answer) or ``wrap_up`` (one more call without tools, told that the steps are used up).
   Handing the example to another mode (ReAct -> CoT-SC) is the mode's business (``modes.py``),
   not the loop's: the loop ends with reason ``step_limit`` and the mode decides.
-- A tool that raises is a result with ``is_error=True``; the episode goes on. Only an
+- A tool that raises, and a call whose input the model garbled (``ToolCall.input_error``),
+  are results with ``is_error=True``; the episode goes on. A turn with duplicate call ids
+  cannot be answered (results are paired by id) and ends the episode with reason ``error``. Only an
   ``EpisodeAbort`` (the environment cannot answer faithfully, e.g. a replay miss) ends the
   episode, with reason ``error``.
 - All calls of one turn run concurrently; their results go back in ONE user message, in the
@@ -65,6 +67,7 @@ class ToolCall:
     id: str
     name: str
     arguments: Mapping[str, Any]
+    input_error: str | None = None  # the model's input was unusable: answered is_error, not executed
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,10 @@ async def run_episode(
             yield StepFinished(step, decision.usage)
             yield EpisodeFinished(decision.answer, "answered", step, total)
             return
+        ids = [c.id for c in decision.calls]
+        if len(set(ids)) != len(ids):  # results could not be paired by id: the API would refuse them
+            yield EpisodeFinished("", "error", step, total, error=f"the model sent duplicate tool_use ids: {ids}")
+            return
         observations: dict[str, Observation] = {}
         try:
             async for event in _execute_all(env, decision.calls, step, observations):
@@ -206,11 +213,10 @@ async def _execute_all(
     env: Environment, calls: Sequence[ToolCall], step: int, observations: dict[str, Observation]
 ) -> AsyncIterator[AgentEvent]:
     """Execute all calls concurrently; fill ``observations`` by call id; yield progress."""
-    ids = [c.id for c in calls]
-    if len(set(ids)) != len(ids):
-        raise PolicyError(f"duplicate tool call ids in one turn: {ids}")
 
     async def one(call: ToolCall) -> tuple[ToolCall, Observation]:
+        if call.input_error is not None:
+            return call, Observation(f"Error: the input of {call.name} is {call.input_error}", is_error=True)
         try:
             return call, await env.execute(call.name, call.arguments)
         except EpisodeAbort:

@@ -52,6 +52,9 @@ class ToolUseBlock:
     name: str
     input: Mapping[str, Any]
     type: Literal["tool_use"] = field(default="tool_use", repr=False)
+    # Why the model's input could not be used (invalid or non-finite JSON, not an object):
+    # ``input`` is then {} (what goes back to the API) and the call is answered is_error.
+    input_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class ModelResponse:
     model: str = ""
     id: str = ""
     stop_sequence: str | None = None
+    replaced_chars: int = 0  # lone surrogates the collector replaced by U+FFFD (unencodable text)
 
     @property
     def text(self) -> str:
@@ -146,8 +150,9 @@ def block_to_dict(block: ContentBlock) -> dict[str, Any]:
             return {"type": "thinking", "thinking": thinking, "signature": signature}
         case RedactedThinkingBlock(data=data):
             return {"type": "redacted_thinking", "data": data}
-        case ToolUseBlock(id=id_, name=name, input=input_):
-            return {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
+        case ToolUseBlock(id=id_, name=name, input=input_, input_error=input_error):
+            tool: dict[str, Any] = {"type": "tool_use", "id": id_, "name": name, "input": dict(input_)}
+            return tool if input_error is None else {**tool, "input_error": input_error}  # not for the wire
         case ToolResultBlock(tool_use_id=tool_use_id, content=content, is_error=is_error):
             out: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
             if is_error:
@@ -166,7 +171,8 @@ def block_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     if kind == "redacted_thinking":
         return RedactedThinkingBlock(str(data["data"]))
     if kind == "tool_use":
-        return ToolUseBlock(str(data["id"]), str(data["name"]), dict(data.get("input") or {}))
+        error = data.get("input_error")
+        return ToolUseBlock(str(data["id"]), str(data["name"]), dict(data.get("input") or {}), input_error=error)
     if kind == "tool_result":
         content = data.get("content", "")
         if isinstance(content, list):  # wire form: a list of text blocks

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from react_bench.events import StreamEvent, TextDelta, ThinkingDelta, ToolInputDelta
+from react_bench.models import make_model
 from react_bench.models.anthropic import AnthropicClient, AnthropicConfig, sdk_model_ids, stream_events_from_payloads
 from react_bench.models.base import (
     ConfigError,
@@ -28,8 +29,17 @@ from react_bench.models.base import (
 )
 from react_bench.models.capabilities import capabilities_for, cost_usd, known_models, model_info
 from react_bench.models.collector import collect
-from react_bench.testing.messages_server import Dropped, Fault, MessagesServer, RawStream, Reply, StreamError
-from react_bench.testing.sse import parse_sse
+from react_bench.models.retrying import RetryingModel, retry_scope
+from react_bench.testing.messages_server import (
+    Dropped,
+    Fault,
+    MessagesServer,
+    RawStream,
+    Reply,
+    StreamError,
+    Truncated,
+)
+from react_bench.testing.sse import CacheSimulator, build_message, encode_sse, parse_sse, stream_events
 from react_bench.types import Message, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock, Usage
 
 KEY_ENV = "REACT_BENCH_TEST_ANTHROPIC_KEY"
@@ -53,7 +63,7 @@ async def make(server: MessagesServer) -> AsyncIterator[Callable[..., AnthropicC
     made: list[AnthropicClient] = []
 
     def factory(model: str = "claude-sonnet-5-5", **kwargs: object) -> AnthropicClient:
-        config = AnthropicConfig(name=model, api_key_env=KEY_ENV, base_url=server.base_url, max_retries=2, **kwargs)  # type: ignore[arg-type]
+        config = AnthropicConfig(name=model, api_key_env=KEY_ENV, base_url=server.base_url, **kwargs)  # type: ignore[arg-type]
         made.append(AnthropicClient(config))
         return made[-1]
 
@@ -167,23 +177,67 @@ async def test_protocol_violation_is_a_clear_400(server: MessagesServer, make: C
     assert len(server.requests) == 1  # a 400 is not retried
 
 
-async def test_overloaded_529_is_retried_by_the_sdk(
+def retrying(client: AnthropicClient, waits: list[float], max_retries: int = 4) -> RetryingModel:
+    async def record(seconds: float) -> None:
+        waits.append(seconds)
+
+    return RetryingModel(client, max_retries=max_retries, backoff_s=0.001, sleep=record)
+
+
+async def test_faults_and_cut_streams_are_retried_honouring_retry_after(
     server: MessagesServer, make: Callable[..., AnthropicClient]
 ) -> None:
-    server.enqueue(Fault.overloaded(retry_after_ms=5), Fault.rate_limited(0.01), Reply.text("Recovered."))
-    response = await generate(make(), ask())
-    assert response.text == "Recovered."
-    assert [r.status for r in server.requests] == [529, 429, 200]
-    assert [r.headers["x-stainless-retry-count"] for r in server.requests] == ["0", "1", "2"]
+    server.enqueue(
+        Fault.overloaded(retry_after_ms=5),
+        Fault.rate_limited(0.25),
+        Truncated(Reply.text("Partial text that must never be used."), after_events=5),
+        Dropped(Reply.text("Another partial answer, dropped."), after_events=4),
+        StreamError(Reply.text("An error event inside the stream."), after_events=3),
+        Reply.text("Recovered."),
+    )
+    waits: list[float] = []
+    with retry_scope() as retries:
+        response = await generate(retrying(make(), waits, max_retries=5), ask())
+    assert response.text == "Recovered."  # nothing of the partial streams leaked in
+    assert [r.status for r in server.requests] == [529, 429, 200, 200, 200, 200]
+    assert {r.headers["x-stainless-retry-count"] for r in server.requests} == {"0"}  # the SDK does not retry
+    assert waits[:2] == [0.005, 0.25]  # the server's retry-after-ms and retry-after
+    assert all(0 < w <= 0.001 * 2**k for k, w in enumerate(waits) if k >= 2)  # jittered exponential backoff
+    assert retries == [5]
 
 
 async def test_retries_run_out_into_a_retryable_model_error(
     server: MessagesServer, make: Callable[..., AnthropicClient]
 ) -> None:
     server.enqueue(*[Fault.overloaded(retry_after_ms=1)] * 3)
-    with pytest.raises(ModelError, match="529 overloaded_error") as error:
-        await generate(make(), ask())
+    with pytest.raises(ModelError, match="529 overloaded_error.*after 3 attempts") as error:
+        await generate(retrying(make(), [], max_retries=2), ask())
     assert error.value.status == 529 and error.value.retryable
+
+
+async def test_a_400_is_never_retried(server: MessagesServer, make: Callable[..., AnthropicClient]) -> None:
+    server.enqueue(Fault(400, "invalid_request_error", "bad request"))
+    with pytest.raises(ModelError, match="400"):
+        await generate(retrying(make(), []), ask())
+    assert len(server.requests) == 1
+
+
+async def test_unknown_stream_events_blocks_and_deltas_are_ignored(
+    server: MessagesServer, make: Callable[..., AnthropicClient]
+) -> None:
+    body = {"model": "claude-sonnet-5-5", "messages": []}
+    events = stream_events(build_message(Reply.text("Hello there friend"), body, number=1, cache=CacheSimulator(0)))
+    novel = [
+        ("future_event", {"type": "future_event", "data": 1}),
+        ("content_block_start", {"type": "content_block_start", "index": 5, "content_block": {"type": "hologram"}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 5, "delta": {"type": "hologram_delta"}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "future_delta"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 5}),
+    ]
+    raw = b"".join(encode_sse(n, p) for n, p in [*events[:2], *novel, *events[2:]])
+    server.enqueue(RawStream(raw))
+    response = await generate(make(), ask())
+    assert (response.text, response.stop_reason) == ("Hello there friend", StopReason.END_TURN)
 
 
 async def test_failures_mid_stream(server: MessagesServer, make: Callable[..., AnthropicClient]) -> None:
@@ -388,11 +442,13 @@ def test_a_config_per_current_model() -> None:
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.stem)
 async def test_model_configs_build_clients(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    assert values.pop("provider") == "anthropic" and values["name"] == path.stem
+    assert values["provider"] == "anthropic" and values["name"] == path.stem
     assert values["base_url"] is None and values["prompt_caching"] is True
     monkeypatch.setenv(values["api_key_env"], KEY)
-    client = AnthropicClient(AnthropicConfig(**values))  # flat keys: exactly the dataclass fields
+    model = make_model(values)  # flat keys: the retry layer's and exactly the dataclass fields
+    assert isinstance(model, RetryingModel) and isinstance(model.inner, AnthropicClient)
+    assert (model.max_retries, model.backoff_s) == (values["max_retries"], values["retry_backoff_s"])
     try:
-        assert client.capabilities == capabilities_for(path.stem)
+        assert model.capabilities == capabilities_for(path.stem)
     finally:
-        await client.aclose()
+        await model.inner.aclose()

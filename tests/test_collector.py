@@ -153,8 +153,6 @@ def test_server_tool_blocks_and_stream_errors_are_model_errors() -> None:
         ([BlockStart(0, "thinking"), SignatureDelta(1, "s")], "not open"),
         ([BlockStart(0, "text"), BlockStop(0), BlockStart(0, "text")], "started twice"),
         ([BlockStop(3)], "not open"),
-        ([BlockStart(0, "tool_use", "t", "f"), ToolInputDelta(0, '{"a": '), BlockStop(0)], "not valid JSON"),
-        ([BlockStart(0, "tool_use", "t", "f"), ToolInputDelta(0, "[1]"), BlockStop(0)], "not a JSON object"),
     ],
 )
 def test_broken_streams_are_protocol_errors(events: list[Any], message: str) -> None:
@@ -162,6 +160,47 @@ def test_broken_streams_are_protocol_errors(events: list[Any], message: str) -> 
     with pytest.raises(StreamProtocolError, match=message):
         for event in events:
             collector.feed(event)
+
+
+@pytest.mark.parametrize(
+    ("partial_json", "error"),
+    [
+        ('{"a": ', "not valid JSON (JSONDecodeError"),
+        ("[1]", "not a JSON object (got list)"),
+        ('{"a": NaN}', "not valid JSON (ValueError: NaN is not a JSON number)"),
+        ('{"a": -Infinity}', "not valid JSON (ValueError: -Infinity is not a JSON number)"),
+        ('{"a": ' + "9" * 5000 + "}", "not valid JSON (ValueError: Exceeds the limit"),
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON (RecursionError"),
+    ],
+)
+def test_unusable_tool_input_is_marked_not_raised(partial_json: str, error: str) -> None:
+    events = [BlockStart(0, "tool_use", "t", "f"), ToolInputDelta(0, partial_json), BlockStop(0)]
+    response = collect([MessageStart("m", "x"), *events, MessageStop(StopReason.TOOL_USE)])
+    (block,) = response.tool_uses
+    assert block.input == {} and block.input_error is not None and block.input_error.startswith(error)
+
+
+def test_lone_surrogates_are_replaced_and_counted_but_thinking_is_kept() -> None:
+    events = [
+        MessageStart("m", "x"),
+        BlockStart(0, "thinking"),
+        ThinkingDelta(0, "odd \ud800 thought"),
+        SignatureDelta(0, "sig"),
+        BlockStop(0),
+        BlockStart(1, "text"),
+        TextDelta(1, "answer \udc80 here"),
+        BlockStop(1),
+        BlockStart(2, "tool_use", "t", "search"),
+        ToolInputDelta(2, json.dumps({"entity": "Plains \ud800", "\udfff": ["\ud801"]})),
+        BlockStop(2),
+        MessageStop(StopReason.TOOL_USE),
+    ]
+    response = collect(events)
+    assert response.content[0] == ThinkingBlock("odd \ud800 thought", "sig")  # signed: never edited
+    assert response.text == "answer \ufffd here"
+    assert response.tool_uses[0].input == {"entity": "Plains \ufffd", "\ufffd": ["\ufffd"]}
+    assert response.replaced_chars == 4
+    json.dumps(response.text, ensure_ascii=False).encode("utf-8")  # writable now
 
 
 def test_incomplete_streams_are_protocol_errors() -> None:

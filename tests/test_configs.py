@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from react_bench.errors import ConfigError
-from react_bench.models import META_KEYS, typed_config
+from react_bench.models import META_KEYS, RETRY_KEYS, typed_config
 from react_bench.runconfig import RunConfig
 from react_bench.wiki import WikiConfig
 
@@ -64,7 +64,7 @@ def test_every_model_config_has_only_known_keys(option):
     model = composed(f"model={option}")["model"]
     cls = provider_config_class(model["provider"])
     if cls is not None:
-        typed_config(cls, {k: v for k, v in model.items() if k not in META_KEYS})
+        typed_config(cls, {k: v for k, v in model.items() if k not in META_KEYS + RETRY_KEYS})
 
 
 def test_defaults_are_the_offline_main_job():

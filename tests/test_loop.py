@@ -27,7 +27,7 @@ from react_bench.loop import (
     run_to_end,
 )
 from react_bench.models.base import ModelClient, ModelError, ModelRequest, ToolSpec
-from react_bench.runners.common import stream_turn
+from react_bench.runners.common import StepStats, stream_turn
 from react_bench.types import (
     Message,
     ModelResponse,
@@ -54,7 +54,7 @@ class ToolsPolicy:
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
         response = None
-        async for item in stream_turn(self.model, request, step):
+        async for item in stream_turn(self.model, request, step, StepStats()):
             if isinstance(item, ModelResponse):
                 response = item
             else:

@@ -2,8 +2,10 @@
 
 The mapping is a model config group file (``configs/model/*.yaml``) as a dict: ``provider``
 selects the module, ``label`` names the model in result paths, ``default_n`` is how many
-examples a run takes when ``n`` is not given (the tiny local model: a handful), and the
-other keys are the provider config dataclass's fields; an unknown key is an error.
+examples a run takes when ``n`` is not given (the tiny local model: a handful),
+``max_retries`` / ``retry_backoff_s`` configure the retry layer that wraps the network
+providers (``models.retrying``: ``RetryingModel(AnthropicClient)``), and the other keys are
+the provider config dataclass's fields; an unknown key is an error.
 Provider modules are imported lazily, so a missing optional dependency (llama-cpp-python)
 only matters when that provider is chosen.
 """
@@ -21,6 +23,7 @@ from react_bench.models.base import ModelCapabilities, ModelClient
 
 PROVIDERS = ("local", "anthropic", "openai", "replay", "scripted")
 META_KEYS = ("provider", "label", "default_n")
+RETRY_KEYS = ("max_retries", "retry_backoff_s")  # the retry layer's, not the provider's
 
 
 def typed_config(cls: type, values: Mapping[str, Any]) -> Any:
@@ -34,19 +37,19 @@ def typed_config(cls: type, values: Mapping[str, Any]) -> Any:
 
 def make_model(config: Mapping[str, Any]) -> ModelClient:
     provider = config.get("provider")
-    values = {k: v for k, v in config.items() if k not in META_KEYS}
+    values = {k: v for k, v in config.items() if k not in META_KEYS + RETRY_KEYS}
+    if provider in ("anthropic", "openai"):
+        from react_bench.models.retrying import RetryingModel
+
+        return RetryingModel(
+            _network_client(provider, values),
+            max_retries=int(config.get("max_retries", 4)),
+            backoff_s=float(config.get("retry_backoff_s", 1.0)),
+        )
     if provider == "local":
         from react_bench.models.local import LocalConfig, LocalModel
 
         return LocalModel(typed_config(LocalConfig, values))
-    if provider == "anthropic":
-        from react_bench.models.anthropic import AnthropicClient, AnthropicConfig
-
-        return AnthropicClient(typed_config(AnthropicConfig, values))
-    if provider == "openai":
-        from react_bench.models.openai_compat import OpenAICompatClient, OpenAIConfig
-
-        return OpenAICompatClient(typed_config(OpenAIConfig, values))
     if provider == "replay":
         from react_bench.models.replay import ReplayModel
 
@@ -62,6 +65,16 @@ def make_model(config: Mapping[str, Any]) -> ModelClient:
             raise ConfigError("model=scripted needs model.script=<JSON file: a list of completion texts>")
         return ScriptedModel(list(json.loads(Path(script).read_text(encoding="utf-8"))))
     raise ConfigError(f"unknown model provider {provider!r}; one of {PROVIDERS}")
+
+
+def _network_client(provider: str, values: Mapping[str, Any]) -> ModelClient:
+    if provider == "anthropic":
+        from react_bench.models.anthropic import AnthropicClient, AnthropicConfig
+
+        return AnthropicClient(typed_config(AnthropicConfig, values))
+    from react_bench.models.openai_compat import OpenAICompatClient, OpenAIConfig
+
+    return OpenAICompatClient(typed_config(OpenAIConfig, values))
 
 
 def recorded_capabilities(cassette: Path) -> ModelCapabilities:

@@ -27,8 +27,12 @@ Decisions a next engineer needs:
   breakpoints; thinking blocks never carry one.
 - Empty text blocks are left out of the wire messages (the API rejects them; they carry
   nothing). Thinking blocks and signatures go back verbatim.
-- Retries are the SDK's own (``max_retries``; it honours ``retry-after``). Errors become
-  ``ModelError`` with the HTTP status and the API's own message, which names the rule.
+- No retries here (the SDK's are off): ``models.retrying.RetryingModel`` wraps this client
+  (``make_model`` does it) and retries HTTP faults and cut streams alike, counted. Errors
+  become ``ModelError`` with the HTTP status, the API's own message (which names the rule)
+  and the ``retry-after`` the API sent.
+- New stream event types, content block types and delta types may appear (the API says so
+  and asks clients to ignore them): they are skipped, with their blocks' later deltas.
 - The API key is read from the environment variable ``api_key_env`` names, in the
   constructor: a missing key is a ConfigError before any request, naming the variable.
   ``base_url=None`` leaves the SDK's own handling of ``ANTHROPIC_BASE_URL``.
@@ -80,7 +84,6 @@ class AnthropicConfig:
     name: str  # the model id, as in the SDK's types/model.py
     api_key_env: str = "ANTHROPIC_API_KEY"  # the NAME of the variable holding the key
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else api.anthropic.com
-    max_retries: int = 4  # the SDK's own retries (429, 5xx, 529 overloaded, connection errors)
     timeout_s: float = 600.0
     prompt_caching: bool = True
     allow_unknown_model: bool = False  # unknown ids get the strictest rules instead of an error
@@ -108,7 +111,11 @@ class AnthropicClient:
                 "(the model config's api_key_env names the variable to read)"
             )
         self._sdk = anthropic.AsyncAnthropic(
-            api_key=key, base_url=config.base_url, max_retries=config.max_retries, timeout=config.timeout_s
+            # retries are models.retrying's (one policy, counted, cut streams included), not the SDK's
+            api_key=key,
+            base_url=config.base_url,
+            max_retries=0,
+            timeout=config.timeout_s,
         )
         self.last_not_applied: tuple[str, ...] = ()
 
@@ -227,7 +234,11 @@ def _wire_messages(messages: Iterable[Message], caching: bool) -> list[dict[str,
     wire = []
     for message in messages:
         data = message_to_dict(message)
-        kept = [b for b in data["content"] if not (b["type"] == "text" and not b["text"])]
+        kept = [
+            {k: v for k, v in b.items() if k != "input_error"}  # our note on a garbled input, not the API's
+            for b in data["content"]
+            if not (b["type"] == "text" and not b["text"])
+        ]
         wire.append({**data, "content": kept or data["content"]})
     if caching:
         for position in (len(wire) - 2, len(wire) - 1):  # history before the newest turn; the newest turn
@@ -254,8 +265,27 @@ def model_error(exc: anthropic.APIStatusError) -> ModelError:
     retryable = status in (408, 409, 429) or status >= 500
     where = f" (request id {exc.request_id})" if exc.request_id else ""
     return ModelError(
-        f"Anthropic API error {status} {kind}: {exc.api_message or exc}{where}", status=status, retryable=retryable
+        f"Anthropic API error {status} {kind}: {exc.api_message or exc}{where}",
+        status=status,
+        retryable=retryable,
+        retry_after=retry_after_s(exc.response.headers) if exc.status_code >= 400 else None,
     )
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait the server asked for: ``retry-after-ms``, else ``retry-after`` in seconds
+    (an HTTP date or anything unreadable: None, the caller's own backoff)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if seconds >= 0 and seconds == seconds:  # not NaN
+            return seconds
+    return None
 
 
 # ------------------------------------------------------------------ SDK event -> StreamEvent
@@ -277,13 +307,46 @@ def _stop_reason(value: str | None) -> StopReason | None:
         raise ModelError(f"the API sent an unknown stop reason {value!r}") from None
 
 
+# What this client knows. The SDK parses an unknown type into some known class anyway (an
+# unknown event as a message_start without a message, say), so the type string decides.
+_KNOWN_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    }
+)
+_KNOWN_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "input_json_delta", "citations_delta"})
+# Block types handled by _block_start: ours, and the server-tool ones it refuses by name.
+_KNOWN_BLOCKS = frozenset(
+    {
+        "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "web_search_tool_result",
+        "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result", "tool_search_tool_result", "container_upload",
+    }
+)  # fmt: skip
+
+
 class StreamMapper:
-    """SDK raw stream events -> StreamEvents. Holds the message_delta until message_stop."""
+    """SDK raw stream events -> StreamEvents. Holds the message_delta until message_stop.
+
+    Event, block and delta types this client does not know are skipped (the API may add
+    new ones and asks clients to ignore them); so are the deltas and stop of a skipped block.
+    ``ignored`` counts what was skipped.
+    """
 
     def __init__(self) -> None:
         self._delta: sdk.RawMessageDeltaEvent | None = None
+        self._skipped_blocks: set[int] = set()
+        self.ignored = 0
 
     def map(self, event: sdk.RawMessageStreamEvent) -> list[StreamEvent]:
+        if getattr(event, "type", None) not in _KNOWN_EVENTS or self._skip(event):
+            self.ignored += 1
+            return []
         match event:
             case sdk.RawMessageStartEvent(message=message):
                 return [MessageStart(message.id, message.model, _usage(message.usage))]
@@ -304,6 +367,19 @@ class StreamMapper:
                 return [MessageStop(stop, usage, message_delta.stop_sequence)]
             case _:
                 assert_never(event)
+
+    def _skip(self, event: sdk.RawMessageStreamEvent) -> bool:
+        match event:
+            case sdk.RawContentBlockStartEvent(index=index, content_block=block):
+                if getattr(block, "type", None) not in _KNOWN_BLOCKS:
+                    self._skipped_blocks.add(index)
+                return index in self._skipped_blocks
+            case sdk.RawContentBlockDeltaEvent(index=index, delta=delta):
+                return index in self._skipped_blocks or getattr(delta, "type", None) not in _KNOWN_DELTAS
+            case sdk.RawContentBlockStopEvent(index=index):
+                return index in self._skipped_blocks
+            case _:
+                return False
 
 
 def _block_start(index: int, block: SdkStartBlock) -> list[StreamEvent]:

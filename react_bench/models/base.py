@@ -24,13 +24,17 @@ class ModelError(Exception):
     """A provider or model failure that ends one episode (not a bug in our code).
 
     ``status`` is the HTTP status where there is one; ``retryable`` says whether trying
-    the same request later could succeed.
+    the same request later could succeed (``models.retrying`` does); ``retry_after`` is the
+    wait in seconds the server asked for, where it asked.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False):
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,23 @@
 No I/O, no provider types: tested on recorded streams. Tool input JSON is concatenated
 as raw text and parsed once at the block's stop, so a fragment may end anywhere, even in
 the middle of an escape sequence or a multi-byte character's ``\\u`` escape.
+
+No model output is allowed to break a run downstream:
+- tool input that is not valid JSON, holds NaN / Infinity, an integer too long to convert,
+  nesting too deep to parse, or is not an object becomes ``ToolUseBlock(input={},
+  input_error=...)``; the loop answers that call with an ``is_error`` result;
+- lone surrogates (``"\\ud800"`` in the JSON: text no encoder can write) in text and tool
+  input are replaced by U+FFFD and counted (``ModelResponse.replaced_chars``). Thinking is
+  never edited: it goes back to the API verbatim with its signature.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Any, assert_never
 
 from react_bench.events import (
     BlockStart,
@@ -54,6 +63,7 @@ class ResponseCollector:
     stop_reason: StopReason | None = None
     stop_sequence: str | None = None
     finished: bool = False
+    replaced_chars: int = 0
     _open: dict[int, _OpenBlock] = field(default_factory=dict)
     _done: dict[int, ContentBlock] = field(default_factory=dict)
 
@@ -76,7 +86,9 @@ class ResponseCollector:
             case BlockStop(index=index):
                 if index not in self._open:
                     raise StreamProtocolError(f"stop for block {index}, which is not open")
-                self._done[index] = _close(self._open.pop(index))
+                block, replaced = _close(self._open.pop(index))
+                self._done[index] = block
+                self.replaced_chars += replaced
             case MessageStop(stop_reason=reason, usage=usage, stop_sequence=stop_sequence):
                 self.stop_reason, self.stop_sequence = reason, stop_sequence
                 # message_delta usage is cumulative for output; input counts come from the start
@@ -111,26 +123,67 @@ class ResponseCollector:
             model=self.model,
             id=self.id,
             stop_sequence=self.stop_sequence,
+            replaced_chars=self.replaced_chars,
         )
 
 
-def _close(block: _OpenBlock) -> ContentBlock:
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> tuple[str, int]:
+    """``text`` with every lone surrogate replaced by U+FFFD, and how many there were."""
+    return _LONE_SURROGATE.subn("\ufffd", text)
+
+
+def _clean_value(value: Any) -> tuple[Any, int]:
+    match value:
+        case str():
+            return replace_surrogates(value)
+        case dict():
+            out, total = {}, 0
+            for key, item in value.items():
+                clean_key, n_key = replace_surrogates(key)
+                out[clean_key], n_item = _clean_value(item)
+                total += n_key + n_item
+            return out, total
+        case list():
+            cleaned = [_clean_value(item) for item in value]
+            return [c for c, _ in cleaned], sum(n for _, n in cleaned)
+        case _:
+            return value, 0
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_tool_input(text: str) -> tuple[dict[str, Any], str | None]:
+    """The tool input object, or ({}, why not). Strict JSON: NaN and Infinity are refused."""
+    if not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, int digit limit, deep nesting
+        return {}, f"not valid JSON ({type(exc).__name__}: {str(exc)[:200]})"
+    if not isinstance(value, dict):
+        return {}, f"not a JSON object (got {type(value).__name__})"
+    return value, None
+
+
+def _close(block: _OpenBlock) -> tuple[ContentBlock, int]:
     start, text = block.start, "".join(block.parts)
     match start.kind:
         case "text":
-            return TextBlock(text)
+            clean, replaced = replace_surrogates(text)
+            return TextBlock(clean), replaced
         case "thinking":
-            return ThinkingBlock(text, "".join(block.signature))
+            return ThinkingBlock(text, "".join(block.signature)), 0
         case "redacted_thinking":
-            return RedactedThinkingBlock(start.data)
+            return RedactedThinkingBlock(start.data), 0
         case "tool_use":
-            try:
-                arguments = json.loads(text) if text.strip() else {}
-            except json.JSONDecodeError as exc:
-                raise StreamProtocolError(f"tool {start.tool_name!r} input is not valid JSON: {exc}") from exc
-            if not isinstance(arguments, dict):
-                raise StreamProtocolError(f"tool {start.tool_name!r} input is not a JSON object")
-            return ToolUseBlock(start.tool_id, start.tool_name, arguments)
+            arguments, problem = parse_tool_input(text)
+            arguments, replaced = _clean_value(arguments)
+            return ToolUseBlock(start.tool_id, start.tool_name, arguments, input_error=problem), replaced
         case _:
             assert_never(start.kind)
 

@@ -60,7 +60,6 @@ class OpenAIConfig:
     stream_usage: bool = True
     seed: int = 0
     timeout_s: float = 120.0
-    max_retries: int = 2
 
 
 class OpenAICompatClient:
@@ -79,7 +78,11 @@ class OpenAICompatClient:
             raw_completion=config.raw_completion, chat=True, tools=config.tools, prefill=False, sampling=True
         )
         self._client = AsyncOpenAI(
-            api_key=api_key, base_url=config.base_url, timeout=config.timeout_s, max_retries=config.max_retries
+            # retries are models.retrying's (make_model wraps this client), not the SDK's
+            api_key=api_key,
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
         )
 
     def _common(self, request: ModelRequest) -> dict[str, Any]:

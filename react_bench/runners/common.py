@@ -25,10 +25,35 @@ from react_bench.models.stopping import cut_at_stop
 from react_bench.types import Message, ModelResponse, Usage
 
 
+@dataclass
+class StepStats:
+    """Per-example counts the results report: model calls, bad calls (the paper's re-asks),
+    the robust parser's repairs by name, and characters of model output that could not be
+    encoded (lone surrogates, replaced by U+FFFD)."""
+
+    calls: int = 0
+    bad_calls: int = 0
+    repairs: Counter[str] = field(default_factory=Counter)
+    replaced_chars: int = 0
+
+    def add_repairs(self, repairs: Sequence[str]) -> None:
+        self.repairs.update(repairs)
+
+    def __add__(self, other: StepStats) -> StepStats:
+        return StepStats(
+            self.calls + other.calls,
+            self.bad_calls + other.bad_calls,
+            self.repairs + other.repairs,
+            self.replaced_chars + other.replaced_chars,
+        )
+
+
 async def stream_turn(
-    model: ModelClient, request: ModelRequest, step: int
+    model: ModelClient, request: ModelRequest, step: int, stats: StepStats
 ) -> AsyncIterator[AgentEvent | ModelResponse]:
-    """Stream one call: yield text/thinking deltas as AgentEvents, then the whole response."""
+    """Stream one call (counted in ``stats``): yield text/thinking deltas as AgentEvents,
+    then the whole response."""
+    stats.calls += 1
     collector = ResponseCollector()
     async for event in model.stream(request):
         collector.feed(event)
@@ -36,23 +61,9 @@ async def stream_turn(
             yield AssistantTextDelta(step, event.text)
         elif isinstance(event, ThinkingDelta) and event.thinking:
             yield AssistantThinkingDelta(step, event.thinking)
-    yield collector.response()
-
-
-@dataclass
-class StepStats:
-    """Per-example counts the results report: model calls, bad calls (the paper's re-asks),
-    and the robust parser's repairs by name."""
-
-    calls: int = 0
-    bad_calls: int = 0
-    repairs: Counter[str] = field(default_factory=Counter)
-
-    def add_repairs(self, repairs: Sequence[str]) -> None:
-        self.repairs.update(repairs)
-
-    def __add__(self, other: StepStats) -> StepStats:
-        return StepStats(self.calls + other.calls, self.bad_calls + other.bad_calls, self.repairs + other.repairs)
+    response = collector.response()
+    stats.replaced_chars += response.replaced_chars
+    yield response
 
 
 @dataclass(frozen=True)
@@ -111,11 +122,17 @@ class Completion:
 
 
 async def complete_text(
-    model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling, step: int
+    model: ModelClient,
+    prompt: str,
+    suffix: str,
+    stop: Sequence[str],
+    sampling: Sampling,
+    step: int,
+    stats: StepStats,
 ) -> AsyncIterator[AgentEvent | Completion]:
     """Stream a text-protocol call; yields deltas, then the ``Completion``."""
     request = text_request(model, prompt, suffix, stop, sampling)
-    async for item in stream_turn(model, request, step):
+    async for item in stream_turn(model, request, step, stats):
         if isinstance(item, ModelResponse):
             yield Completion(completion_text(model, item, suffix, stop), item.usage)
         else:

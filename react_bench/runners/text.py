@@ -136,8 +136,7 @@ class TextPolicy:
     async def _complete(
         self, prompt: str, suffix: str, stop: Sequence[str], step: int
     ) -> AsyncIterator[AgentEvent | Completion]:
-        self.stats.calls += 1
-        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
+        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step, self.stats):
             yield item
 
 
@@ -162,9 +161,8 @@ class AnswerPolicy:
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         prompt = base_prompt(self.prompt, self.question)
         suffix, stop = self._suffix_and_stop()
-        self.stats.calls += 1
         completion, usage = "", Usage()
-        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step):
+        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step, self.stats):
             if isinstance(item, Completion):
                 completion, usage = item.text, item.usage
             else:

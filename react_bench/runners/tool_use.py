@@ -63,14 +63,13 @@ class ToolUsePolicy:
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
         response: ModelResponse | None = None
-        self.stats.calls += 1
-        async for item in stream_turn(self.model, request, step):
+        async for item in stream_turn(self.model, request, step, self.stats):
             if isinstance(item, ModelResponse):
                 response = item
             else:
                 yield item
         assert response is not None
-        calls = tuple(ToolCall(b.id, b.name, b.input) for b in response.tool_uses)
+        calls = tuple(ToolCall(b.id, b.name, b.input, b.input_error) for b in response.tool_uses)
         answer = "" if calls else short_answer(response.text)
         yield Decision(response.as_message(), calls, answer, response.usage)
 

@@ -41,13 +41,24 @@ from react_bench.testing.sse import (
     Reply,
     Spec,
     StreamError,
+    Truncated,
     build_message,
     encode_sse,
     signature_matches,
     stream_events,
 )
 
-__all__ = ["ApiError", "Dropped", "Fault", "MessagesServer", "RawStream", "RecordedRequest", "Reply", "StreamError"]
+__all__ = [
+    "ApiError",
+    "Dropped",
+    "Fault",
+    "MessagesServer",
+    "RawStream",
+    "RecordedRequest",
+    "Reply",
+    "StreamError",
+    "Truncated",
+]
 
 Responder = Callable[[dict[str, Any]], Spec]
 
@@ -354,7 +365,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not body.get("stream"):
             return self._json(200, message) if isinstance(spec, Reply) else self._drop()
         events = stream_events(message, chunk=self.state.chunk, json_chunk=self.state.json_chunk)
-        if isinstance(spec, (Dropped, StreamError)):
+        if isinstance(spec, (Dropped, Truncated, StreamError)):
             events = events[: spec.after_events]
         self._start_stream()
         for name, payload in events:

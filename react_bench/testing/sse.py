@@ -244,6 +244,15 @@ class Dropped:
 
 
 @dataclass(frozen=True)
+class Truncated:
+    """Stream ``after_events`` SSE events of ``reply``, then end the 200 response cleanly,
+    without ``message_stop`` (a proxy or load balancer cutting the body short)."""
+
+    reply: Reply
+    after_events: int = 3
+
+
+@dataclass(frozen=True)
 class StreamError:
     """Stream ``after_events`` SSE events of ``reply``, then an ``error`` event."""
 
@@ -260,7 +269,7 @@ class RawStream:
     body: bytes
 
 
-Spec = Reply | Fault | Dropped | StreamError | RawStream
+Spec = Reply | Fault | Dropped | Truncated | StreamError | RawStream
 
 
 def build_message(reply: Reply, body: Mapping[str, Any], *, number: int, cache: CacheSimulator) -> dict[str, Any]:
