@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from react_bench import rundir
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
@@ -31,30 +31,13 @@ from react_bench.models import capabilities_to_dict, make_model
 from react_bench.models.base import ModelClient
 from react_bench.models.capabilities import calls_cost_usd
 from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
+from react_bench.models.retrying import retry_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_prompt
 from react_bench.results import summarize
-from react_bench.runconfig import RunConfig
+from react_bench.runconfig import OPERATIONAL_KEYS, RunConfig
 from react_bench.tasks import Example, load_task
 from react_bench.types import ModelResponse
-
-# Settings that cannot change an answer: left out of the fingerprint, so a run may be resumed
-# with a longer timeout or more threads. Everything else (model file, seed, wiki) is in it.
-OPERATIONAL_KEYS = frozenset(
-    {
-        "label",
-        "default_n",
-        "max_retries",
-        "timeout_s",
-        "n_threads",
-        "n_threads_batch",
-        "user_agent",
-        "max_attempts",
-        "backoff_s",
-        "store",
-        "script",
-    }  # a scripted model (a test tool) continues a resumed run from a new script
-)
 
 
 @dataclass(frozen=True)
@@ -66,11 +49,7 @@ class RunResult:
 
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
     s = cfg.solve
-    return cfg.results_dir / cfg.task.name / _safe(cfg.model_label) / f"{s.mode}-{s.runner}" / run_id
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return rundir.run_dir_path(cfg.results_dir, cfg.task.name, cfg.model_label, s.mode, s.runner, run_id)
 
 
 def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
@@ -121,14 +100,15 @@ async def evaluate(
         "wiki": {k: v for k, v in asdict(cfg.wiki).items() if k not in OPERATIONAL_KEYS} if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
-    run_id = cfg.run_id or dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    run_id = cfg.run_id or new_run_id()
     run_dir = run_dir_for(cfg, run_id)
-    done = _prepare_run_dir(run_dir, cfg, fingerprint)
+    done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=fingerprint)
     header = {
         "run_id": run_id,
         "fingerprint": fingerprint,
         "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "config": _jsonable(asdict(cfg)),
+        "composed": cfg.composed,  # the settings as composed: what resume and replay start from
         "model_name": model.name,
         "model_capabilities": capabilities_to_dict(model.capabilities),
         "not_applied": not_applied,
@@ -137,8 +117,8 @@ async def evaluate(
         "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,
         "example_ids": [e.id for e in examples],
     }
-    if not done:
-        (run_dir / "run.json").write_text(json.dumps(header, indent=2) + "\n", encoding="utf-8")
+    if not (run_dir / rundir.RUN_JSON).exists():
+        rundir.write_json(run_dir / rundir.RUN_JSON, header)
     for line in header["not_applied"]:
         print(f"note: {model.name} does not take {line}; the run records it as not applied", file=out)
     todo = [e for e in examples if e.id not in done]
@@ -148,55 +128,12 @@ async def evaluate(
         if env_factory is not None:
             env_factory.close()
     metrics = summarize(run_dir, task)
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
+    rundir.write_json(run_dir / rundir.METRICS, metrics)
     return RunResult(run_dir, metrics, n_new)
 
 
-def _prepare_run_dir(run_dir: Path, cfg: RunConfig, fingerprint: str) -> set[str]:
-    """Create the run folder; on resume, return the ids already finished there."""
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not cfg.resume:
-            raise ConfigError(f"{run_dir} exists; add resume=true to continue it, or choose another run_id")
-        recorded = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
-        if recorded["fingerprint"] != fingerprint:
-            raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
-        return _finished_ids(run_dir / "examples.jsonl", run_dir / "calls.jsonl")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return set()
-
-
-def _finished_ids(examples: Path, calls: Path) -> set[str]:
-    """Ids with a complete line in BOTH files; both files are cut back to exactly those.
-
-    A crash can cut a line, or fall between an example's record and its cassette line; such
-    an example is run again, so it must leave neither file (else it would count twice in the
-    metrics, or the cassette would hold it twice or glued to the next line).
-    """
-    kept_examples, kept_calls = _complete_lines(examples), _complete_lines(calls)
-    done = set(kept_examples) & set(kept_calls)
-    for path, kept in ((examples, kept_examples), (calls, kept_calls)):
-        content = b"".join(raw for id_, raw in kept.items() if id_ in done)
-        if path.exists() and path.read_bytes() != content:
-            tmp = path.with_suffix(".jsonl.tmp")
-            tmp.write_bytes(content)
-            os.replace(tmp, path)  # a crash now leaves the old file or the new, never half
-    return done
-
-
-def _complete_lines(path: Path) -> dict[str, bytes]:
-    """The newline-terminated JSON lines of ``path`` by id, up to the first damaged one."""
-    lines: dict[str, bytes] = {}
-    if not path.exists():
-        return lines
-    with path.open("rb") as f:
-        for raw in f:
-            try:
-                if not raw.endswith(b"\n"):
-                    raise ValueError("no newline")
-                lines[str(json.loads(raw)["id"])] = raw
-            except (ValueError, KeyError, TypeError):
-                break  # a line cut by a crash: drop it and everything after
-    return lines
+def new_run_id() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
 
 
 async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event) -> int:
@@ -219,15 +156,16 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
     async def one(example: Example) -> None:
         nonlocal finished
         async with semaphore:
-            with example_scope(example.id) as calls:
+            with example_scope(example.id) as calls, retry_scope() as retries:
                 outcome = await solver.solve(example.question, on_event)
             scores = task.score(outcome.prediction, example.gold)
             record = example_record(example, outcome, scores, task.primary_metric)
+            record["retries"] = retries[0]  # transient faults survived (models.retrying)
             usages = [c.usage for c in calls if isinstance(c, ModelResponse)]
             record["cost_usd"] = calls_cost_usd(solver.model.name, usages)  # None: a price is unknown
             async with write_lock:
-                _append(run_dir / "examples.jsonl", record)
-                _append(run_dir / "calls.jsonl", cassette_line(example.id, calls, cassette_kind))
+                rundir.append(run_dir / rundir.EXAMPLES, record)
+                rundir.append(run_dir / rundir.CALLS, cassette_line(example.id, calls, cassette_kind))
                 finished += 1
                 bar.update(1)
                 if on_event is not None:
@@ -264,18 +202,12 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         "calls": outcome.stats.calls,
         "bad_calls": outcome.stats.bad_calls,
         "repairs": outcome.stats.repairs,
+        "replaced_chars": outcome.stats.replaced_chars,
         "samples": outcome.samples,
         "vote": asdict(outcome.vote) if outcome.vote else None,
         "metadata": _jsonable(example.metadata),
         "trajectory": outcome.episodes,
     }
-
-
-def _append(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _jsonable(value: Any) -> Any:

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from react_bench.errors import ConfigError
 from react_bench.events import (
     AgentEvent,
     EpisodeFinished,
@@ -94,9 +95,9 @@ class LoopConfig:
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
-            raise ValueError(f"max_steps must be at least 1, got {self.max_steps}")
+            raise ConfigError(f"max_steps must be at least 1, got {self.max_steps}")
         if self.on_limit not in ON_LIMIT_POLICIES:
-            raise ValueError(f"on_limit must be one of {ON_LIMIT_POLICIES}, got {self.on_limit!r}")
+            raise ConfigError(f"on_limit must be one of {ON_LIMIT_POLICIES}, got {self.on_limit!r}")
 
 
 @dataclass

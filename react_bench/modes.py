@@ -124,7 +124,7 @@ class SolveSettings:
         if self.runner not in ("text", "tool_use"):
             raise ConfigError(f"unknown runner {self.runner!r}; one of text, tool_use")
         if self.cot_sc_samples < 1:
-            raise ValueError("cot_sc_samples must be at least 1")
+            raise ConfigError(f"cot_sc_samples={self.cot_sc_samples}: must be at least 1")
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,12 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
     metrics["usage"] = usage.to_dict()
     metrics["reasons"] = dict(Counter(r["reason"] for r in records))
     metrics["routes"] = dict(Counter(r["route"] for r in records))
-    metrics["errors"] = sum(1 for r in records if r.get("error"))
+    # An error is an example a fault kept from answering (after the retries): scored as wrong in
+    # every mean above, and counted here apart from wrong answers, so it can be rerun.
+    metrics["errors"] = sum(1 for r in records if r["reason"] == "error")
+    metrics["errored_ids"] = [r["id"] for r in records if r["reason"] == "error"]
+    metrics["retries"] = sum(int(r.get("retries") or 0) for r in records)
+    metrics["replaced_chars"] = sum(int(r.get("replaced_chars") or 0) for r in records)
     metrics["bad_calls"] = sum(int(r.get("bad_calls", 0)) for r in records)
     metrics["repairs"] = dict(sum((Counter(r.get("repairs") or {}) for r in records), Counter()))
     if records and "in_label_set" in records[0]:
@@ -110,7 +115,11 @@ def format_table(metrics: dict[str, Any], task: str) -> str:
     paper = PAPER_TABLE1.get(metrics["mode"])
     if paper is not None:
         rows.append(("paper (PaLM-540B)", f"{paper[0 if task == 'hotpotqa' else 1]:.1f}", ""))
-    rows.append(("examples", f"{metrics['n']}/{metrics['n_planned']}", ""))
+    rows.append(("examples", f"{metrics['n']}/{metrics['n_planned']}", "scores are over all of them"))
+    if metrics.get("errors"):
+        rows.append(("ERRORS", str(metrics["errors"]), "examples a fault kept from answering, scored as wrong"))
+    if metrics.get("retries"):
+        rows.append(("retries", str(metrics["retries"]), "transient faults retried"))
     rows.append(("finish reasons", ", ".join(f"{k}={v}" for k, v in sorted(metrics["reasons"].items())), ""))
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))

@@ -16,8 +16,9 @@ the example to CoT-SC at the cap) is the mode ``react_cot_sc``, and is read as t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from react_bench.errors import ConfigError
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
 from react_bench.modes import SolveSettings
+from react_bench.rundir import check_run_id
 from react_bench.tasks.base import TaskConfig
 from react_bench.wiki import WikiConfig
 
@@ -54,8 +56,10 @@ class RunConfig:
     results_dir: Path = Path("results")
     run_id: str | None = None
     resume: bool = False
+    retry_errors: bool = False  # with resume: run the examples that ended in an error again
     concurrency: int = 1
     progress: bool = True
+    composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
     @property
     def model_label(self) -> str:
@@ -80,10 +84,12 @@ class RunConfig:
             prompt_file=prompt.get("file"),
             prompt_key=prompt.get("key"),
             results_dir=Path(cfg.get("results_dir") or "results"),
-            run_id=None if cfg.get("run_id") is None else str(cfg["run_id"]),
-            resume=bool(cfg.get("resume", False)),
+            run_id=None if cfg.get("run_id") is None else check_run_id(str(cfg["run_id"])),
+            resume=_bool(cfg, "resume"),
+            retry_errors=_bool(cfg, "retry_errors"),
             concurrency=concurrency,
-            progress=bool(cfg.get("progress", True)),
+            progress=_bool(cfg, "progress", True),
+            composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
 
 
@@ -124,6 +130,15 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
     )
 
 
+def _bool(values: Mapping[str, Any], key: str, default: bool = False) -> bool:
+    value = values.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ConfigError(f"{key}={value!r}: expected true or false")
+    return value
+
+
 def _int(values: Mapping[str, Any], key: str, default: int) -> int:
     value = values.get(key)
     if value is None:
@@ -158,3 +173,100 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str) -> dict[str, Any]:
             )
         chosen[key] = value
     return chosen
+
+
+# ------------------------------------------------------------ resume and replay take a run's settings
+
+# Settings that may differ when a run is resumed or replayed: they cannot change an answer.
+OPERATIONAL_KEYS = frozenset(
+    {"label", "default_n", "max_retries", "retry_backoff_s", "timeout_s", "n_threads", "n_threads_batch"}
+    | {"user_agent", "max_attempts", "backoff_s", "store", "script"}
+)  # "script": a scripted model (a test tool) continues a resumed run from a new script
+RUN_KEYS = frozenset({"resume", "run_id", "results_dir", "retry_errors", "progress", "concurrency", "show"})
+REQUESTED = "requested"  # in a resolved mapping: what the command asked for, before resolution
+
+
+def override_keys(overrides: Sequence[str]) -> list[str]:
+    """The dotted keys that Hydra command-line overrides set (``+a.b=1`` -> ``a.b``)."""
+    return [o.split("=", 1)[0].lstrip("+~") for o in overrides if "=" in o]
+
+
+def _at(mapping: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = mapping
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    return value
+
+
+def _refuse_changes(
+    current: Mapping[str, Any], stored: Mapping[str, Any], keys: Sequence[str], allowed: frozenset[str], what: str
+) -> None:
+    for key in keys:
+        top, last = key.split(".")[0], key.split(".")[-1]
+        if top in allowed or last in OPERATIONAL_KEYS:
+            continue
+        now, then = _at(current, key), _at(stored, key)
+        # the same value as the recorded run's own command asked for is no change either
+        if now != then and now != _at(stored.get(REQUESTED) or {}, key):
+            shown = then.get("name", then.get("backend", then)) if isinstance(then, Mapping) else then
+            raise ConfigError(
+                f"{what}: {key} differs from the recorded run's ({shown!r}); drop {key}=... from the command"
+            )
+
+
+def find_run(results_dir: Path, run_id: str) -> Path:
+    """The folder of run ``run_id`` under ``results_dir`` (any task, model, mode, runner)."""
+    found = sorted(p.parent for p in results_dir.glob(f"*/*/*/{check_run_id(run_id)}/run.json"))
+    if not found:
+        raise ConfigError(f"resume: no run {run_id!r} under {results_dir}/ (give resume=<run dir> to point at it)")
+    if len(found) > 1:
+        raise ConfigError(f"resume: {len(found)} runs are called {run_id!r}: give one as resume=<run dir>: {found}")
+    return found[0]
+
+
+def stored_settings(run_dir: Path) -> dict[str, Any]:
+    from react_bench.rundir import read_run_json
+
+    run = read_run_json(run_dir)
+    composed = run.get("composed")
+    if not isinstance(composed, dict):
+        raise ConfigError(f"{run_dir / 'run.json'} records no settings to resume from (made by an older version)")
+    return {**composed, "example_ids": run.get("example_ids")}
+
+
+def resolve_settings(current: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """The settings a run really uses. Plain runs: ``current``. ``resume=<run dir>`` (or
+    ``run_id=<id> resume=true``): the recorded run's settings, any differing setting given on
+    the command line refused by name. ``model=replay``: the recorded run's task, mode, runner,
+    protocol and exact examples, with the replay model."""
+    keys = override_keys(overrides)
+    requested = {k: v for k, v in current.items() if k != REQUESTED}
+    resolved = _resolve(current, keys)
+    return {**resolved, REQUESTED: requested}
+
+
+def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
+    resume = current.get("resume")
+    model = current.get("model") or {}
+    if resume not in (None, False):
+        if resume is True:
+            if current.get("run_id") is None:
+                raise ConfigError("resume=true needs run_id=<id>, or give the run folder: resume=<run dir>")
+            run_dir = find_run(Path(current.get("results_dir") or "results"), str(current["run_id"]))
+        else:
+            run_dir = Path(str(resume))
+        stored = stored_settings(run_dir)
+        _refuse_changes(current, stored, keys, RUN_KEYS, "resume")
+        kept = {k: current[k] for k in RUN_KEYS if k in current}
+        stored.pop("example_ids")
+        stored.pop(REQUESTED, None)
+        model_ops = {k: v for k, v in (current.get("model") or {}).items() if k in OPERATIONAL_KEYS}
+        return {**stored, **kept, "model": {**stored["model"], **model_ops}, "resume": True,
+                "run_id": run_dir.name, "results_dir": str(run_dir.parents[3])}  # fmt: skip
+    if isinstance(model, Mapping) and model.get("provider") == "replay" and model.get("cassette"):
+        stored = stored_settings(Path(str(model["cassette"])).parent)
+        _refuse_changes(current, stored, keys, RUN_KEYS | {"model", "wiki"}, "replay")
+        ids = stored.pop("example_ids")
+        kept = {k: current[k] for k in RUN_KEYS | {"model", "wiki"} if k in current}
+        return {**stored, **kept, "ids": ids, "n": None, "offset": 0}
+    return dict(current)

@@ -1,29 +1,38 @@
 """Run a benchmark: ``python scripts/eval.py task=hotpotqa mode=react runner=text model=local``.
 
 A thin Hydra entry point: it composes ``configs/eval.yaml`` and its groups (task, mode,
-runner, model, wiki), turns the result into a typed ``RunConfig`` and calls ``evaluate``.
-Errors in settings or task data (``DataError``: no data folder, requested examples
-missing) are printed as one clear line (exit 2), never as a traceback.
+runner, model, wiki), resolves resume and replay against the recorded run
+(``runconfig.resolve_settings``), turns the result into a typed ``RunConfig`` and calls
+``evaluate``.
+
+Exit codes: 0 all examples answered (right or wrong); 2 a setting or the data is unusable
+(one line naming it, nothing written); 3 the run finished but some examples ended in an
+error (a fault that outlived the retries): the line printed last reruns exactly those;
+130 interrupted (Ctrl-C): the line printed resumes the run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.errors import ConfigError  # noqa: E402
-from react_bench.evaluate import evaluate  # noqa: E402
+from react_bench.evaluate import evaluate, new_run_id, run_dir_for  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
-from react_bench.runconfig import RunConfig  # noqa: E402
+from react_bench.runconfig import RunConfig, resolve_settings  # noqa: E402
 from react_bench.tasks import DataError  # noqa: E402
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+GROUPS = ("task", "mode", "runner", "model", "wiki")
 LOCAL_NOTE = (
     "note: model=local is a tiny embedded model ({name}) for checking the pipeline end to end; "
     "its scores mean nothing. For real results choose e.g. model=claude-sonnet-5-5 "
@@ -31,20 +40,52 @@ LOCAL_NOTE = (
 )
 
 
+def fail(message: str, code: int = 2) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def check_group_choices(argv: list[str]) -> None:
+    """An unknown group option is one line naming the choices (Hydra would print a screenful)."""
+    for arg in argv:
+        key, _, value = arg.partition("=")
+        if key in GROUPS and value and not (CONFIGS / key / f"{value}.yaml").is_file():
+            choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
+            fail(f"{key}={value}: no such {key}; choose one of {choices}")
+
+
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     try:
-        run_cfg = RunConfig.from_mapping(OmegaConf.to_container(cfg, resolve=True))  # type: ignore[arg-type]
+        composed = OmegaConf.to_container(cfg, resolve=True)
+        settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
+        run_cfg = RunConfig.from_mapping(settings)
+        run_cfg = replace(run_cfg, run_id=run_cfg.run_id or new_run_id())
+        run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
         if run_cfg.model.get("provider") == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)
         result = asyncio.run(evaluate(run_cfg))
-    except (ConfigError, DataError, FileNotFoundError, KeyError, ValueError, ScriptError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    except (ConfigError, DataError, ScriptError) as exc:
+        fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except KeyboardInterrupt:
+        print(
+            f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
+            f"  python scripts/eval.py resume={run_dir}",
+            file=sys.stderr,
+        )
+        sys.exit(130)
     print()
     print(format_table(result.metrics, run_cfg.task.name))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
+    if result.metrics["errors"]:
+        print(
+            f"\n{result.metrics['errors']} example(s) ended in an error (see examples.jsonl, reason 'error'); "
+            f"rerun exactly those with:\n  python scripts/eval.py resume={result.run_dir} retry_errors=true",
+            file=sys.stderr,
+        )
+        sys.exit(3)
 
 
 if __name__ == "__main__":
+    check_group_choices(sys.argv[1:])
     main()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.errors import ConfigError
 from react_bench.wiki import build
 from react_bench.wiki.build import (
     build_from_distractor,
@@ -76,10 +77,16 @@ def test_ensure_task_wiki_default_cache_and_errors(tmp_path: Path, monkeypatch: 
     path = ensure_task_wiki("fever", data)
     assert path.parent == tmp_path / "cache" / "wiki"
     assert LocalWiki(path).lookup_title("X (y)").text == "X is y."
-    with pytest.raises(FileNotFoundError, match="hotpot_dev_distractor_685"):
+    with pytest.raises(ConfigError, match="hotpot_dev_distractor_685"):
         ensure_task_wiki("hotpotqa", data)
-    with pytest.raises(ValueError, match="no local wiki source"):
+    with pytest.raises(ConfigError, match="no local wiki source"):
         ensure_task_wiki("alfworld", data)
+    # a damaged cache file is rebuilt rather than trusted
+    path.write_bytes(b"this is not an SQLite file")
+    assert ensure_task_wiki("fever", data) == path
+    assert LocalWiki(path).lookup_title("X (y)").text == "X is y."
+    with pytest.raises(ConfigError, match="is not a usable wiki"):
+        LocalWiki(tmp_path / "data" / "fever" / "wiki_pages_evidence_subset.jsonl")
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import wikipedia.wikipedia as wikipedia_module
 
+from react_bench.errors import ConfigError
 from react_bench.loop import Observation
 from react_bench.testing.mediawiki_server import MediaWikiStandIn
 from react_bench.wiki.env import NotFound, WikiEnv
@@ -140,7 +141,7 @@ def test_modes_and_stores_are_checked(tmp_path: Path) -> None:
         LiveWiki("replay", None)
     with pytest.raises(ValueError):
         LiveWiki("offline")  # type: ignore[arg-type]
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="no observation store"):
         ObservationStore(tmp_path / "missing.sqlite", read_only=True)
     store = ObservationStore(tmp_path / "s.sqlite")
     store.put("b", "search", "x", {"kind": "not_found", "similar": []})

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.errors import ConfigError
 from react_bench.wiki import local
 from react_bench.wiki.build import build_from_fever, build_from_jsonl, detokenize_fever
 from react_bench.wiki.env import NotFound, PageFound, WikiEnv
@@ -197,7 +198,7 @@ def test_this_python_has_fts5_and_a_missing_fts5_is_a_clear_error(monkeypatch: p
 
 
 def test_a_missing_or_foreign_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ConfigError, match="no local wiki"):
         LocalWiki(tmp_path / "none.sqlite")
     other = tmp_path / "other.sqlite"
     sqlite3.connect(other).execute("CREATE TABLE meta(key TEXT, value TEXT)").connection.commit()

@@ -60,11 +60,22 @@ def make_model(config: Mapping[str, Any]) -> ModelClient:
     if provider == "scripted":
         from react_bench.models.scripted import ScriptedModel
 
-        script = values.get("script")
-        if not script:
-            raise ConfigError("model=scripted needs model.script=<JSON file: a list of completion texts>")
-        return ScriptedModel(list(json.loads(Path(script).read_text(encoding="utf-8"))))
+        return ScriptedModel(_script(values.get("script")))
     raise ConfigError(f"unknown model provider {provider!r}; one of {PROVIDERS}")
+
+
+def _script(path: Any) -> list[Any]:
+    usage = "model=scripted needs model.script=<JSON file: a list of completion texts>"
+    if not path:
+        raise ConfigError(usage)
+    try:
+        script = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"model.script={path}: cannot read it ({type(exc).__name__}: {exc}); {usage}") from None
+    if not isinstance(script, list) or not all(isinstance(step, str) for step in script):
+        bad = script if not isinstance(script, list) else next(s for s in script if not isinstance(s, str))
+        raise ConfigError(f"model.script={path}: every entry must be a completion text; found {bad!r}")
+    return script
 
 
 def _network_client(provider: str, values: Mapping[str, Any]) -> ModelClient:

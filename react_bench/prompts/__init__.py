@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from react_bench.errors import ConfigError
+
 PROMPT_DIR = Path(__file__).resolve().parent
 STYLES = ("react", "act", "cot", "standard")
 
@@ -39,7 +41,7 @@ def _read(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"prompt file not found: {path}") from None
+        raise ConfigError(f"prompt.file: not found: {path}") from None
 
 
 def load_prompt(
@@ -51,7 +53,7 @@ def load_prompt(
 ) -> PromptSpec:
     """The prompt for ``task`` and ``style``; ``file``+``key`` load foreign exemplars."""
     if style not in (*STYLES, "tool_use", "tool_use_act"):
-        raise ValueError(f"unknown prompt style {style!r}; one of {STYLES}")
+        raise ConfigError(f"unknown prompt style {style!r}; one of {STYLES}")
     own = _read(PROMPT_DIR / f"{task}.json")
     own_instruction = own["instructions"][style]
     if file is None:
@@ -60,7 +62,7 @@ def load_prompt(
     else:
         foreign = _read(Path(file).expanduser().resolve())
         if key not in foreign:
-            raise KeyError(f"prompt file {file} has no key {key!r}; it has {sorted(foreign)}")
+            raise ConfigError(f"prompt.key: {file} has no key {key!r}; it has {sorted(foreign)}")
         exemplars = foreign[key]
         source = f"{file}#{key}"
     return PromptSpec(

@@ -103,10 +103,8 @@ def make_env_factory(
     from react_bench.wiki.store import ObservationStore
 
     store_path = Path(config.store).expanduser() if config.store else cache / "live_store.sqlite"
-    if config.backend == "replay":
-        if not store_path.is_file():
-            raise ConfigError(f"wiki=replay: no observation store at {store_path}; record one with wiki=live")
-        return WikiEnvFactory(LiveWiki("replay", ObservationStore(store_path, read_only=True)))
+    if config.backend == "replay" and not store_path.is_file():
+        raise ConfigError(f"wiki=replay: no observation store at {store_path}; record one with wiki=live")
     settings = LiveSettings(
         api_url=config.api_url,
         timeout_s=config.timeout_s,
@@ -115,6 +113,8 @@ def make_env_factory(
     )
     if config.user_agent:
         settings = replace(settings, user_agent=config.user_agent)
+    if config.backend == "replay":  # the endpoint is part of the key: replay asks for what was recorded from it
+        return WikiEnvFactory(LiveWiki("replay", ObservationStore(store_path, read_only=True), settings))
     mode: Literal["live", "record"] = "live" if config.refresh else "record"
     return WikiEnvFactory(LiveWiki(mode, ObservationStore(store_path), settings))
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from react_bench.errors import ConfigError
 from react_bench.wiki.local import FORMAT_VERSION, normalize_title, require_fts5, title_key
 
 BATCH = 5_000
@@ -267,16 +268,31 @@ def default_cache_dir() -> Path:
 def ensure_task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
     """The task's local wiki, built from ``data_dir`` on first use and cached; returns its path."""
     if task not in TASK_SOURCES:
-        raise ValueError(f"no local wiki source for task {task!r}; known: {sorted(TASK_SOURCES)}")
+        raise ConfigError(f"no local wiki source for task {task!r}; known: {sorted(TASK_SOURCES)}")
     relative, builder = TASK_SOURCES[task]
     src = Path(data_dir) / relative
     if not src.is_file():
-        raise FileNotFoundError(f"{src} is missing: the {task} wiki is built from it (see the data README)")
+        raise ConfigError(f"{src} is missing: the {task} wiki is built from it (see the data README)")
     digest = hashlib.sha256(FORMAT_VERSION.encode())
     with open(src, "rb") as f:
         for chunk in iter(lambda: f.read(_READ_CHUNK), b""):
             digest.update(chunk)
     out = Path(cache_dir or default_cache_dir()) / f"{task}-{digest.hexdigest()[:16]}.sqlite"
+    if out.is_file() and not usable_wiki(out):
+        out.unlink()  # a damaged cache (a killed build, a disk error) is rebuilt, not trusted
     if not out.is_file():
         builder(src, out, progress=False)
     return out
+
+
+def usable_wiki(path: Path) -> bool:
+    """Whether ``path`` is a readable wiki of this format (a cache check; never raises)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    return row is not None and row[0] == FORMAT_VERSION

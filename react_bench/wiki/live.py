@@ -16,7 +16,7 @@ the status. ``_Transport`` replaces the package's ``requests`` reference with an
 settings come from a context variable set around each call, so LiveWikis with different
 settings can coexist; ``api_url=None`` keeps the package's own ``API_URL`` (``set_lang``).
 
-Store modes (key: (``name``, action, argument); ``store.py`` keeps the backend's answer):
+Store modes (key: (``name@endpoint``, action, argument); ``store.py`` keeps the backend's answer):
 - ``live``: always asks the network; writes every answer to the store when there is one.
 - ``record``: a stored answer is served as it is (so every episode of a run, and every
   later replay, sees the same thing); otherwise the network, then the store. A stored
@@ -39,6 +39,7 @@ import requests
 import wikipedia
 import wikipedia.wikipedia as wikipedia_module
 
+from react_bench.errors import ConfigError
 from react_bench.loop import EpisodeAbort
 from react_bench.wiki.env import (
     MAX_SIMILAR,
@@ -71,7 +72,7 @@ class LiveSettings:
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1 or self.timeout_s <= 0 or self.backoff_s < 0:
-            raise ValueError(f"invalid live wiki settings: {self}")
+            raise ConfigError(f"invalid live wiki settings: {self}")
 
 
 class WikiUnavailable(Exception):
@@ -174,6 +175,9 @@ class LiveWiki:
         self.store = store
         self.settings = settings or LiveSettings()
         self.name = name
+        # Stored answers are keyed by the endpoint too: one store may hold several wikis, and
+        # an answer recorded from one api_url is never served for another.
+        self.store_key = f"{name}@{self.settings.api_url or wikipedia.API_URL}"
         if mode != "replay":
             _install_transport()
 
@@ -197,18 +201,18 @@ class LiveWiki:
 
     def _through_store(self, action: str, argument: str, fetch: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         if self.store is not None and self.mode in ("record", "replay"):
-            stored = self.store.get(self.name, action, argument)
+            stored = self.store.get(self.store_key, action, argument)
             # record mode asks again after a stored failure: an outage is not Wikipedia's answer
             if stored is not None and (self.mode == "replay" or stored.get("kind") != "failed"):
                 return stored
             if self.mode == "replay":
                 raise ReplayMiss(
-                    f"replay: no recorded answer for ({self.name!r}, {action!r}, {argument!r}) "
+                    f"replay: no recorded answer for ({self.store_key!r}, {action!r}, {argument!r}) "
                     f"in {self.store.path}; record it with wiki=live"
                 )
         payload = fetch()
         if self.store is not None:
-            self.store.put(self.name, action, argument, payload)
+            self.store.put(self.store_key, action, argument, payload)
         return payload
 
     def _with_settings(self, call: Callable[[], Any]) -> Any:

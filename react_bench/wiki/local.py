@@ -40,6 +40,7 @@ import threading
 import unicodedata
 from pathlib import Path
 
+from react_bench.errors import ConfigError
 from react_bench.wiki.env import NotFound, Page, PageFound, SearchOutcome
 
 FORMAT_VERSION = "react-bench-wiki-1"
@@ -113,7 +114,7 @@ class LocalWiki:
     def __init__(self, path: str | Path, name: str | None = None):
         self.path = Path(path)
         if not self.path.is_file():
-            raise FileNotFoundError(f"no local wiki at {self.path}; build one with scripts/build_wiki.py")
+            raise ConfigError(f"no local wiki at {self.path}; build one with scripts/build_wiki.py")
         self.name = name or f"local:{self.path.name}"
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
@@ -121,9 +122,14 @@ class LocalWiki:
         # The file is read-only, so a token's page count never changes; common tokens ("the",
         # "of") recur in nearly every query. lru_cache is thread-safe.
         self._count = functools.lru_cache(maxsize=1 << 16)(self._capped_count)
-        version = self._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        try:
+            version = self._conn().execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        except sqlite3.Error as exc:
+            raise ConfigError(
+                f"{self.path} is not a usable wiki ({exc}); rebuild it with scripts/build_wiki.py"
+            ) from None
         if version is None or version[0] != FORMAT_VERSION:
-            raise ValueError(f"{self.path} is not a {FORMAT_VERSION} wiki (found {version}); rebuild it")
+            raise ConfigError(f"{self.path} is not a {FORMAT_VERSION} wiki (found {version}); rebuild it")
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from react_bench.errors import ConfigError
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS observations(
     backend TEXT NOT NULL,
@@ -32,7 +34,7 @@ class ObservationStore:
         self.read_only = read_only
         if read_only:
             if not self.path.is_file():
-                raise FileNotFoundError(f"no observation store at {self.path} (record one with wiki=live first)")
+                raise ConfigError(f"no observation store at {self.path} (record one with wiki=live first)")
             self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,132 @@
+"""The write side of a run folder: where it is, creating or continuing it, appending lines.
+
+Layout (``results.py`` reads it back): ``<results_dir>/<task>/<model>/<mode>-<runner>/<run id>/``
+with ``run.json``, ``examples.jsonl``, ``calls.jsonl``, ``metrics.json``.
+
+Rules a next engineer needs:
+- An example counts as finished only with a complete line in BOTH ``examples.jsonl`` and
+  ``calls.jsonl``. A crash can cut a line or fall between the two; on resume both files are
+  cut back to exactly the finished ids (atomically: a crash then leaves the old file or the
+  new, never half), so nothing is counted twice and the cassette stays in step.
+- ``retry_errors``: the examples that ended with reason ``error`` (a fault that outlived
+  the retries) are taken out of both files the same way and run again; the new line
+  replaces the old, so no id ever has two lines.
+- Lines are written with ``ensure_ascii=False``; text that cannot be encoded (a lone
+  surrogate that reached a record through the data) falls back to ASCII escapes rather
+  than failing the run.
+- ``run_id`` is a plain name: letters, digits, ``.``, ``_``, ``-`` (no path separators).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from react_bench.errors import ConfigError
+
+EXAMPLES, CALLS, RUN_JSON, METRICS = "examples.jsonl", "calls.jsonl", "run.json", "metrics.json"
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_run_id(run_id: str) -> str:
+    if not _RUN_ID.fullmatch(run_id) or run_id in (".", ".."):
+        raise ConfigError(
+            f"run_id={run_id!r}: use a plain name of letters, digits, '.', '_' and '-' (no path separators)"
+        )
+    return run_id
+
+
+def safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def run_dir_path(results_dir: Path, task: str, model_label: str, mode: str, runner: str, run_id: str) -> Path:
+    return results_dir / task / safe_name(model_label) / f"{mode}-{runner}" / check_run_id(run_id)
+
+
+def read_run_json(run_dir: Path) -> dict[str, Any]:
+    """A run's run.json, or one clear ConfigError naming the file."""
+    path = run_dir / RUN_JSON
+    if not path.is_file():
+        raise ConfigError(f"no run at {run_dir} (it has no {RUN_JSON})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"{path} cannot be read ({type(exc).__name__}: {exc}); it is damaged") from None
+    if not isinstance(data, dict) or "fingerprint" not in data:
+        raise ConfigError(f"{path} is not a run.json of this project (no fingerprint)")
+    return data
+
+
+def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str) -> set[str]:
+    """Create the run folder, or continue it: the ids already finished there."""
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        if not resume:
+            raise ConfigError(f"{run_dir} exists; add resume=true to continue it, or choose another run_id")
+        if read_run_json(run_dir)["fingerprint"] != fingerprint:
+            raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
+        drop = errored_ids(run_dir / EXAMPLES) if retry_errors else set()
+        return finished_ids(run_dir / EXAMPLES, run_dir / CALLS, drop)
+    if resume:
+        raise ConfigError(f"resume: there is no run at {run_dir} to resume")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        raise ConfigError(f"cannot create the run folder {run_dir}: {exc.filename} is a file, not a folder") from None
+    return set()
+
+
+def errored_ids(examples: Path) -> set[str]:
+    return {i for i, raw in complete_lines(examples).items() if json.loads(raw).get("reason") == "error"}
+
+
+def finished_ids(examples: Path, calls: Path, drop: set[str] | None = None) -> set[str]:
+    """Ids with a complete line in BOTH files (less ``drop``); both files are cut back to those."""
+    kept_examples, kept_calls = complete_lines(examples), complete_lines(calls)
+    done = (set(kept_examples) & set(kept_calls)) - (drop or set())
+    for path, kept in ((examples, kept_examples), (calls, kept_calls)):
+        content = b"".join(raw for id_, raw in kept.items() if id_ in done)
+        if path.exists() and path.read_bytes() != content:
+            tmp = path.with_suffix(".jsonl.tmp")
+            tmp.write_bytes(content)
+            os.replace(tmp, path)  # a crash now leaves the old file or the new, never half
+    return done
+
+
+def complete_lines(path: Path) -> dict[str, bytes]:
+    """The newline-terminated JSON lines of ``path`` by id, up to the first damaged one."""
+    lines: dict[str, bytes] = {}
+    if not path.exists():
+        return lines
+    with path.open("rb") as f:
+        for raw in f:
+            try:
+                if not raw.endswith(b"\n"):
+                    raise ValueError("no newline")
+                lines[str(json.loads(raw)["id"])] = raw
+            except (ValueError, KeyError, TypeError):
+                break  # a line cut by a crash: drop it and everything after
+    return lines
+
+
+def json_line(record: dict[str, Any]) -> bytes:
+    try:
+        return (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, so the line is valid UTF-8 and reads back the same
+        return (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def append(path: Path, record: dict[str, Any]) -> None:
+    with path.open("ab") as f:
+        f.write(json_line(record))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
