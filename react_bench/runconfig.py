@@ -260,7 +260,9 @@ def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
         kept = {k: current[k] for k in RUN_KEYS if k in current}
         stored.pop("example_ids")
         stored.pop(REQUESTED, None)
-        model_ops = {k: v for k, v in (current.get("model") or {}).items() if k in OPERATIONAL_KEYS}
+        # operational model settings given on this command line (a longer timeout, say) apply
+        asked = {key.split(".", 1)[1] for key in keys if key.startswith("model.")}
+        model_ops = {k: v for k, v in (current.get("model") or {}).items() if k in asked & OPERATIONAL_KEYS}
         return {**stored, **kept, "model": {**stored["model"], **model_ops}, "resume": True,
                 "run_id": run_dir.name, "results_dir": str(run_dir.parents[3])}  # fmt: skip
     if isinstance(model, Mapping) and model.get("provider") == "replay" and model.get("cassette"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import wikipedia.wikipedia as wikipedia_module
 from react_bench.errors import ConfigError
 from react_bench.loop import Observation
 from react_bench.testing.mediawiki_server import MediaWikiStandIn
-from react_bench.wiki.env import NotFound, WikiEnv
+from react_bench.wiki.env import NotFound, PageFound, WikiEnv
 from react_bench.wiki.live import DEFAULT_USER_AGENT, LiveSettings, LiveWiki, ReplayMiss, page_text
 from react_bench.wiki.store import ObservationStore
 
@@ -128,6 +129,16 @@ async def test_record_serves_what_it_holds_and_live_refreshes(stand_in: MediaWik
     assert record.search("Plains Museum") == first  # from the store, no network
     refreshed = LiveWiki("live", store, FAST).search("Plains Museum")
     assert refreshed != first and record.search("Plains Museum") == refreshed
+
+
+async def test_the_store_keys_answers_by_endpoint(stand_in: MediaWikiStandIn, tmp_path: Path) -> None:
+    store = ObservationStore(tmp_path / "s.sqlite")
+    recorded = LiveWiki("record", store, FAST).search("Plains Museum")
+    assert isinstance(recorded, PageFound)
+    elsewhere = LiveWiki("replay", store, replace(FAST, api_url="http://127.0.0.1:9/w/api.php"))
+    with pytest.raises(ReplayMiss, match="127.0.0.1:9"):  # recorded from another endpoint: never served
+        elsewhere.search("Plains Museum")
+    assert LiveWiki("replay", store, FAST).search("Plains Museum") == recorded
 
 
 def test_page_text_drops_headings_and_short_lines() -> None:

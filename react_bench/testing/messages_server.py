@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import socket
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +62,8 @@ __all__ = [
 ]
 
 Responder = Callable[[dict[str, Any]], Spec]
+
+FAULT_KINDS = ("rate_limited", "overloaded", "server_error", "dropped", "truncated", "stream_error")
 
 PREFILL_REJECTED = (
     "This model does not support assistant message prefill. The conversation must end with a user message."
@@ -243,8 +246,15 @@ class MessagesServer:
         chunk: int = 4,
         json_chunk: int = 3,
         min_cache_tokens: int = 0,
+        fault_rate: float = 0.0,
+        fault_seed: int = 0,
     ) -> None:
         self.responder = responder
+        # Fault injection: each reply is replaced, with probability fault_rate, by one of the
+        # failures a real API shows (FAULT_KINDS); ``faults`` counts what was injected.
+        self.fault_rate = fault_rate
+        self._fault_rng = random.Random(fault_seed)
+        self.faults: Counter[str] = Counter()
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
         self.requests: list[RecordedRequest] = []
@@ -305,8 +315,31 @@ class MessagesServer:
     def _next_spec(self, body: dict[str, Any]) -> Spec | None:
         with self._lock:
             if self._script:
-                return self._script.popleft()
-        return self.responder(body) if self.responder is not None else None
+                return self._inject(self._script.popleft())
+        return self._inject(self.responder(body)) if self.responder is not None else None
+
+    def _inject(self, spec: Spec) -> Spec:
+        if not isinstance(spec, Reply) or self.fault_rate <= 0:
+            return spec
+        with self._lock:
+            if self._fault_rng.random() >= self.fault_rate:
+                return spec
+            kind = self._fault_rng.choice(FAULT_KINDS)
+            cut = self._fault_rng.randint(1, 6)
+            self.faults[kind] += 1
+        match kind:
+            case "rate_limited":
+                return Fault.rate_limited(0.001)
+            case "overloaded":
+                return Fault.overloaded(retry_after_ms=1)
+            case "server_error":
+                return Fault.server_error()
+            case "dropped":
+                return Dropped(spec, after_events=cut)
+            case "truncated":
+                return Truncated(spec, after_events=cut)
+            case _:
+                return StreamError(spec, after_events=cut)
 
 
 class _Handler(BaseHTTPRequestHandler):
