@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from react_bench import rundir
+from react_bench.console import ProgressBar, TrajectoryPrinter
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
@@ -73,9 +75,13 @@ def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
     return prompts
 
 
-async def evaluate(
-    cfg: RunConfig, out: TextIO = sys.stdout, on_event: Callable[[AgentEvent], None] | None = None
-) -> RunResult:
+EventSink = Callable[[str, AgentEvent], None]  # (example id, event)
+
+
+async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink | None = None) -> RunResult:
+    """Run ``cfg``. ``on_event`` receives every AgentEvent of every example with the example's
+    id, as it happens (``console.TrajectoryPrinter`` shows them), and a ``RunProgress`` when
+    an example has been written."""
     task = load_task(cfg.task.name)
     examples = task.examples(cfg.task)
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
@@ -127,6 +133,9 @@ async def evaluate(
     finally:
         if env_factory is not None:
             env_factory.close()
+        close = getattr(model, "aclose", None)  # the HTTP client of a network model
+        if close is not None:
+            await close()
     metrics = summarize(run_dir, task)
     rundir.write_json(run_dir / rundir.METRICS, metrics)
     return RunResult(run_dir, metrics, n_new)
@@ -137,27 +146,28 @@ def new_run_id() -> str:
 
 
 async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event) -> int:
-    from tqdm import tqdm
-
     semaphore = asyncio.Semaphore(cfg.concurrency)
     write_lock = asyncio.Lock()
     cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
-    bar = tqdm(
-        total=n_total,
-        initial=n_done,
-        desc=f"{cfg.task.name} {cfg.solve.mode}",
-        unit="ex",
-        file=out,
-        disable=not cfg.progress,
-        dynamic_ncols=True,
-    )
+    enabled = cfg.progress and cfg.show != "none"
+    bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
+    if cfg.show == "trajectories":
+        printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1)
+        user_sink = on_event
+
+        def on_event(example_id: str, event: AgentEvent) -> None:
+            printer(example_id, event)
+            if user_sink is not None:
+                user_sink(example_id, event)
+
     finished = 0
 
     async def one(example: Example) -> None:
         nonlocal finished
         async with semaphore:
+            sink = None if on_event is None else functools.partial(on_event, example.id)
             with example_scope(example.id) as calls, retry_scope() as retries:
-                outcome = await solver.solve(example.question, on_event)
+                outcome = await solver.solve(example.question, sink)
             scores = task.score(outcome.prediction, example.gold)
             record = example_record(example, outcome, scores, task.primary_metric)
             record["retries"] = retries[0]  # transient faults survived (models.retrying)
@@ -167,9 +177,11 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
                 rundir.append(run_dir / rundir.EXAMPLES, record)
                 rundir.append(run_dir / rundir.CALLS, cassette_line(example.id, calls, cassette_kind))
                 finished += 1
-                bar.update(1)
+                bar.update(record)
                 if on_event is not None:
-                    on_event(RunProgress(n_done + finished, n_total, example.id))
+                    progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
+                                           record["correct"], outcome.reason)  # fmt: skip
+                    on_event(example.id, progress)
 
     try:
         # A TaskGroup cancels and awaits the examples in flight if one raises (a bug of ours),

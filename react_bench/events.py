@@ -170,9 +170,14 @@ class EpisodeFinished:
 
 @dataclass(frozen=True)
 class RunProgress:
+    """An example was written: how far the run is, and how that example ended."""
+
     done: int
     total: int
     example_id: str = ""
+    prediction: str = ""
+    correct: bool | None = None
+    reason: str = ""
     type: Literal["run_progress"] = field(default="run_progress", repr=False)
 
 

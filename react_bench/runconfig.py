@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from react_bench.console import Show, check_show
 from react_bench.errors import ConfigError
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
@@ -59,6 +60,7 @@ class RunConfig:
     retry_errors: bool = False  # with resume: run the examples that ended in an error again
     concurrency: int = 1
     progress: bool = True
+    show: Show = "summary"  # summary | trajectories | none (console.py)
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
     @property
@@ -89,6 +91,7 @@ class RunConfig:
             retry_errors=_bool(cfg, "retry_errors"),
             concurrency=concurrency,
             progress=_bool(cfg, "progress", True),
+            show=check_show(str(cfg.get("show") or "summary")),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
 

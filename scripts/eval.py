@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from react_bench.console import quiet_console  # noqa: E402
 from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.evaluate import evaluate, new_run_id, run_dir_for  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
@@ -56,6 +57,7 @@ def check_group_choices(argv: list[str]) -> None:
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> None:
+    quiet_console()
     try:
         composed = OmegaConf.to_container(cfg, resolve=True)
         settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
@@ -74,8 +76,9 @@ def main(cfg: DictConfig) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
-    print()
-    print(format_table(result.metrics, run_cfg.task.name))
+    if run_cfg.show != "none":
+        print()
+        print(format_table(result.metrics, run_cfg.task.name))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
     if result.metrics["errors"]:
         print(

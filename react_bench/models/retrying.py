@@ -102,6 +102,11 @@ class RetryingModel:
                 yield event
             return
 
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
     async def _attempt(self, request: ModelRequest) -> list[StreamEvent]:
         events = [event async for event in self.inner.stream(request)]
         if not any(isinstance(e, MessageStop) for e in events):

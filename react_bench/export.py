@@ -1,0 +1,221 @@
+"""Exports of a run folder: inspect_ai's log format (for ``inspect view``), CSV and Parquet.
+
+Reads the run only through ``results`` (run.json, examples.jsonl); nothing in the run path
+imports this module. ``inspect-ai`` and ``pyarrow`` are the optional extra ``viewer``.
+
+How a trajectory becomes inspect_ai messages (one ``EvalSample`` per example):
+- the question is the first user message; each episode of the example (CoT-SC samples, the
+  two parts of a backoff) starts with a user message naming its route, so nothing is merged;
+- an assistant turn keeps its thinking (``ContentReasoning`` with the signature), its text,
+  and its tool calls. The text runner's action string becomes a call of the action it names
+  (``search`` / ``lookup`` / ``finish``, or ``invalid``) with the raw string as ``action``;
+- each tool result is a ``ChatMessageTool`` paired by id, ``is_error`` as a ``ToolCallError``;
+- scores: the task's metrics (EM and F1, or accuracy) with the prediction and gold; usage per
+  model with cache reads and writes; an example that ended in an error carries it as the
+  sample's error. Reason, route, steps, retries, cost and the dataset's metadata are kept
+  in the sample's metadata.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from react_bench.results import read_records
+from react_bench.wiki.env import action_to_call
+
+FORMATS = ("inspect", "csv", "parquet")
+SCALAR_COLUMNS = ("id", "question", "gold", "prediction", "correct", "em", "f1", "accuracy", "steps", "reason",
+                  "route", "backoff", "error", "calls", "bad_calls", "retries", "cost_usd")  # fmt: skip
+
+
+def examples_table(run_dir: Path) -> Any:
+    """The examples as a flat pandas DataFrame: scalar columns, usage and metadata spread out."""
+    import pandas as pd
+
+    rows = []
+    for record in read_records(run_dir):
+        row = {k: record.get(k) for k in SCALAR_COLUMNS if k in record}
+        row.update({f"usage_{k}": v for k, v in (record.get("usage") or {}).items()})
+        row.update(
+            {f"meta_{k}": v for k, v in (record.get("metadata") or {}).items() if not isinstance(v, list | dict)}
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def export_run(run_dir: Path, to: str, out: Path | None = None) -> Path:
+    run_dir = Path(run_dir)
+    if to == "csv":
+        path = out or run_dir / "examples.csv"
+        examples_table(run_dir).to_csv(path, index=False)
+        return path
+    if to == "parquet":
+        path = out or run_dir / "examples.parquet"
+        examples_table(run_dir).to_parquet(path, index=False)
+        return path
+    if to == "inspect":
+        from inspect_ai.log import write_eval_log
+
+        log = to_inspect_log(run_dir)
+        path = out or run_dir / "inspect" / f"{log.eval.run_id}.eval"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_eval_log(log, location=str(path), format="eval")
+        return path
+    raise ValueError(f"unknown export format {to!r}; one of {FORMATS}")
+
+
+def to_inspect_log(run_dir: Path) -> Any:
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
+
+    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
+    records = read_records(run_dir)
+    config = run["config"]
+    task, model = config["task"]["name"], run["model_name"]
+    samples = [_sample(record, model) for record in records]
+    spec = EvalSpec(
+        run_id=run["run_id"],
+        created=run["started"],
+        task=f"react_bench/{task}",
+        task_args={
+            "mode": config["solve"]["mode"],
+            "runner": config["solve"]["runner"],
+            "split": config["task"]["split"],
+        },
+        dataset=EvalDataset(name=task, samples=len(records), sample_ids=[r["id"] for r in records]),
+        model=model,
+        config=EvalConfig(),
+        metadata={
+            "fingerprint": run["fingerprint"],
+            "not_applied": run["not_applied"],
+            "protocol": config["protocol"],
+            "run_dir": str(run_dir),
+        },  # fmt: skip
+    )
+    usage = _usage(metrics["usage"])
+    return EvalLog(
+        eval=spec,
+        status="success" if len(records) == run["n_examples"] else "started",
+        results=EvalResults(total_samples=run["n_examples"], completed_samples=len(records), scores=_scores(metrics)),
+        stats=EvalStats(started_at=run["started"], completed_at=run["started"], model_usage={model: usage}),
+        samples=samples,
+    )
+
+
+def _scores(metrics: dict[str, Any]) -> list[Any]:
+    from inspect_ai.log import EvalMetric, EvalScore
+
+    out = []
+    for name in ("em", "f1", "accuracy"):
+        if name in metrics:
+            m = metrics[name]
+            values = {"mean": m["mean"], "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1]}
+            out.append(
+                EvalScore(name=name, scorer=name, metrics={k: EvalMetric(name=k, value=v) for k, v in values.items()})
+            )
+    return out
+
+
+def _usage(usage: dict[str, int]) -> Any:
+    from inspect_ai.model import ModelUsage
+
+    return ModelUsage(
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        total_tokens=sum(usage.values()),
+        input_tokens_cache_write=usage["cache_creation_input_tokens"],
+        input_tokens_cache_read=usage["cache_read_input_tokens"],
+    )
+
+
+def _sample(record: dict[str, Any], model: str) -> Any:
+    from inspect_ai.log import EvalError, EvalSample
+    from inspect_ai.model import ChatMessageUser, ModelOutput
+    from inspect_ai.scorer import Score
+
+    messages: list[Any] = [ChatMessageUser(content=record["question"])]
+    for k, episode in enumerate(record.get("trajectory") or [], start=1):
+        if len(record["trajectory"]) > 1:
+            messages.append(ChatMessageUser(content=f"[episode {k}: {episode['route']}]"))
+        messages += _messages(episode["history"])
+    metric_names: list[str] = [m for m in ("em", "f1", "accuracy") if m in record]
+    scores = {m: Score(value=float(record[m]), answer=record["prediction"], explanation=f"gold: {record['gold']}")
+              for m in metric_names}  # fmt: skip
+    error = None
+    if record["reason"] == "error":
+        error = EvalError(message=str(record.get("error")), traceback="", traceback_ansi="")
+    keys = ("reason", "route", "steps", "calls", "bad_calls", "retries", "cost_usd", "backoff", "samples")
+    return EvalSample(
+        id=record["id"],
+        epoch=1,
+        input=record["question"],
+        target=record["gold"],
+        messages=messages,
+        output=ModelOutput.from_content(model, record["prediction"]),
+        scores=scores,
+        metadata={**{k: record.get(k) for k in keys}, **(record.get("metadata") or {})},
+        model_usage={model: _usage({**_ZERO_USAGE, **(record.get("usage") or {})})},
+        error=error,
+    )
+
+
+_ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+
+
+def _messages(history: list[dict[str, Any]]) -> list[Any]:
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ContentReasoning, ContentText
+    from inspect_ai.tool import ToolCall, ToolCallError
+
+    out: list[Any] = []
+    names: dict[str, str] = {}
+    for message in history:
+        blocks = message["content"]
+        if message["role"] == "assistant":
+            content: list[Any] = []
+            calls = []
+            for block in blocks:
+                if block["type"] == "thinking":
+                    content.append(ContentReasoning(reasoning=block["thinking"], signature=block["signature"] or None))
+                elif block["type"] == "redacted_thinking":
+                    content.append(ContentReasoning(reasoning=block["data"], redacted=True))
+                elif block["type"] == "text" and block["text"]:
+                    content.append(ContentText(text=block["text"]))
+                elif block["type"] == "tool_use":
+                    names[block["id"]] = block["name"]
+                    calls.append(ToolCall(id=block["id"], function=block["name"], arguments=dict(block["input"])))
+            if not calls and content and isinstance(content[-1], ContentText):
+                calls = _text_action_call(content[-1].text, len(out), names)
+            out.append(ChatMessageAssistant(content=content or "", tool_calls=calls or None))
+            continue
+        for block in blocks:
+            if block["type"] == "tool_result":
+                function = names.get(block["tool_use_id"], "text_action")
+                error = ToolCallError("unknown", block["content"]) if block.get("is_error") else None
+                out.append(ChatMessageTool(content=block["content"], tool_call_id=block["tool_use_id"],
+                                           function=function, error=error))  # fmt: skip
+            elif block["type"] == "text":
+                out.append(_user(block["text"]))
+    return out
+
+
+def _user(text: str) -> Any:
+    from inspect_ai.model import ChatMessageUser
+
+    return ChatMessageUser(content=text)
+
+
+def _text_action_call(text: str, position: int, names: dict[str, str]) -> list[Any]:
+    """The text runner's ``Action i: Name[arg]`` as a tool call (its result follows, id ``step-i``)."""
+    from inspect_ai.tool import ToolCall
+
+    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith("Action ")), None)
+    if line is None:
+        return []
+    label, _, action = line.partition(": ")
+    step = label.split()[-1]
+    call = action_to_call(action)
+    function = call[0] if call else "invalid"
+    names[f"step-{step}"] = function
+    return [ToolCall(id=f"step-{step}", function=function, arguments={"action": action})]
