@@ -35,7 +35,7 @@ from react_bench.models.capabilities import calls_cost_usd
 from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
 from react_bench.models.retrying import retry_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
-from react_bench.prompts import PromptSpec, load_prompt
+from react_bench.prompts import PromptSpec, load_instruction, load_prompt
 from react_bench.results import summarize
 from react_bench.runconfig import OPERATIONAL_KEYS, RunConfig
 from react_bench.tasks import Example, load_task
@@ -68,10 +68,16 @@ def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
     foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
     if cfg.prompt_file is not None and len(foreign_keys) > 1:
         raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
+    instruction = None
+    if cfg.instruction_file is not None:
+        if cfg.prompt_file is None:
+            raise ConfigError("prompt.instruction_file goes with prompt.file (the exemplars it introduces)")
+        instruction = load_instruction(cfg.instruction_file, cfg.instruction_key)
     prompts = {}
     for key in keys:
         foreign = cfg.prompt_file is not None and key in foreign_keys
-        prompts[key] = load_prompt(cfg.task.name, key, cfg.prompt_file if foreign else None, cfg.prompt_key)
+        file = cfg.prompt_file if foreign else None
+        prompts[key] = load_prompt(cfg.task.name, key, file, cfg.prompt_key, instruction if foreign else None)
     return prompts
 
 

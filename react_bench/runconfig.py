@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,8 @@ class RunConfig:
     protocol: str = "paper"
     prompt_file: str | None = None
     prompt_key: str | None = None
+    instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
+    instruction_key: str | None = None
     results_dir: Path = Path("results")
     run_id: str | None = None
     resume: bool = False
@@ -81,10 +83,12 @@ class RunConfig:
             task=_task_config(cfg, model),
             model=model,
             solve=_solve_settings(cfg, protocol),
-            wiki=WikiConfig.from_mapping(cfg.get("wiki") or {}),
+            wiki=_wiki_config(cfg.get("wiki") or {}, protocol),
             protocol=protocol,
             prompt_file=prompt.get("file"),
             prompt_key=prompt.get("key"),
+            instruction_file=prompt.get("instruction_file"),
+            instruction_key=prompt.get("instruction_key"),
             results_dir=Path(cfg.get("results_dir") or "results"),
             run_id=None if cfg.get("run_id") is None else check_run_id(str(cfg["run_id"])),
             resume=_bool(cfg, "resume"),
@@ -94,6 +98,15 @@ class RunConfig:
             show=check_show(str(cfg.get("show") or "summary")),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
+
+
+def _wiki_config(values: Mapping[str, Any], protocol: str) -> WikiConfig:
+    wiki = WikiConfig.from_mapping(values)
+    if wiki.backend == "local":
+        return replace(wiki, fidelity=None)  # the offline wiki has no HTML to read
+    if wiki.fidelity is None:  # live Wikipedia as the paper saw it, unless the protocol is custom
+        return replace(wiki, fidelity="paper" if protocol == "paper" else "clean")
+    return wiki
 
 
 def _task_config(cfg: Mapping[str, Any], model: Mapping[str, Any]) -> TaskConfig:

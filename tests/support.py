@@ -10,6 +10,18 @@ from pathlib import Path
 from react_bench.prompts import PromptSpec
 
 REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "configs"
+
+
+def composed(*overrides: str) -> dict:
+    """configs/eval.yaml composed with ``overrides``, as a plain dict (what eval.py builds)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=list(overrides))
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
 
 # The tiny wiki of the runner tests (conftest's ``wiki`` fixture).
 PAGES = [

@@ -5,7 +5,10 @@ reproduction; they are never copied into this repository).
 A prompt file of ours is JSON: ``{"label": "Question", "instructions": {style: text},
 "exemplars": {style: text}}`` with styles ``react``, ``act``, ``cot``, ``standard`` (and
 ``tool_use`` / ``tool_use_act`` instructions for the native runner). A foreign file is JSON
-``{key: exemplars}`` (the paper's layout); its instruction is ours unless one is given.
+``{key: exemplars}`` (the paper's layout); its instruction is ours unless one is given
+(``load_instruction``: the paper's notebooks' instructions are a JSON file of ``{task: text}``;
+FEVER's is empty, its exemplars open with their own instruction). With both, the first
+prompt is byte for byte the original's ``instruction + examples + "Question: q\n"``.
 The prompt text is hashed into the run's protocol fingerprint.
 """
 
@@ -42,6 +45,14 @@ def _read(path: Path) -> dict:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"prompt.file: not found: {path}") from None
+
+
+def load_instruction(file: str | Path, key: str | None) -> str:
+    """An instruction text from a JSON file of ``{key: text}`` (e.g. the paper's notebooks')."""
+    instructions = _read(Path(file).expanduser().resolve())
+    if key not in instructions or not isinstance(instructions[key], str):
+        raise ConfigError(f"prompt.instruction_key: {file} has no text under {key!r}; it has {sorted(instructions)}")
+    return instructions[key]
 
 
 def load_prompt(

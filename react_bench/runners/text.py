@@ -8,7 +8,9 @@ fails, the first line is kept as the thought and the model is asked again with
 ``Thought {i}: {thought}\\nAction {i}:`` and stop ``\\n`` (a "bad call"); the first letter of
 the action is lower-cased before execution; observations have literal ``\\n`` removed.
 ``parser="robust"`` repairs common format slips first (each repair counted) and re-asks
-only when no action can be found.
+only when no action can be found. An empty answer to the re-ask is executed as the empty
+action, which the environment answers ``Invalid action: `` (the original code crashed on it,
+indexing the empty string); the episode goes on.
 
 How the text reaches each kind of model is ``runners.common.complete_text``'s business.
 The environment sees paper-format action strings through ``TextActionEnv``.

@@ -4,7 +4,10 @@ It answers, over real HTTP on 127.0.0.1, the requests that ``wikipedia.page``, i
 ``content`` property, disambiguation handling and ``wikipedia.search`` make
 (``/w/api.php?action=query`` with ``prop=info|pageprops``, ``prop=extracts|revisions``,
 ``prop=revisions&rvparse`` and ``list=search``), with MediaWiki's title normalisation
-(first letter upper-cased, underscores as spaces) and redirects. Faults are queued for the
+(first letter upper-cased, underscores as spaces) and redirects. For ``wiki.fidelity=paper``
+it also serves web pages: ``/w/index.php?search=`` with Wikipedia's "Go" (an exact or
+case-variant title or a redirect answers 302 to ``/wiki/<Title>``), saved search-result
+pages by query, and a no-hit page otherwise. Faults are queued for the
 next requests: an HTTP status (429 with ``Retry-After``, 503, ...) or a delay (to make the
 client time out). Every request's parameters and User-Agent are recorded.
 
@@ -26,11 +29,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 
@@ -58,8 +62,15 @@ class MediaWikiStandIn:
         pages: Mapping[str, str] | None = None,
         disambiguations: Mapping[str, Sequence[str]] | None = None,
         redirects: Mapping[str, str] | None = None,
+        html_articles: Mapping[str, str] | None = None,
+        html_search: Mapping[str, str] | None = None,
     ):
         self.pages = dict(pages or {})
+        # The web pages (wiki.fidelity=paper reads HTML, as the original code did): articles by
+        # title, served at /wiki/<title>; search result pages by query; anything else that
+        # /w/index.php?search= does not match is the no-hit page.
+        self.html_articles = dict(html_articles or {})
+        self.html_search = dict(html_search or {})
         self.disambiguations = {k: list(v) for k, v in (disambiguations or {}).items()}
         self.redirects = dict(redirects or {})
         self._ids = {t: i + 1 for i, t in enumerate(sorted({*self.pages, *self.disambiguations}))}
@@ -147,10 +158,39 @@ class MediaWikiStandIn:
         )
         return f"<div><p><b>{html.escape(title)}</b> may refer to:</p><ul>{items}</ul></div>"
 
+    # --- web pages (index.php search with the "Go" feature, /wiki/<title>) -------------------
+
+    async def _index(self, request: Request) -> Response:
+        query = request.query_params.get("search", "")
+        with self._lock:
+            self.requests.append(RecordedRequest({"search": query}, request.headers.get("user-agent", "")))
+        title = self._go(query)
+        if title is not None:  # Wikipedia's "Go": an exact or case-variant title, or a redirect
+            return RedirectResponse(f"/wiki/{quote(title.replace(' ', '_'))}", status_code=302)
+        if query in self.html_search:
+            return HTMLResponse(self.html_search[query])
+        return HTMLResponse(NO_HIT_PAGE.format(query=html.escape(query)))
+
+    async def _article(self, request: Request) -> Response:
+        title = unquote(request.path_params["title"]).replace("_", " ")
+        if title not in self.html_articles:
+            return HTMLResponse("<p>Wikipedia does not have an article with this exact name.</p>", status_code=404)
+        return HTMLResponse(self.html_articles[title])
+
+    def _go(self, query: str) -> str | None:
+        wanted = mediawiki_title(query)
+        wanted = self.redirects.get(wanted, wanted)
+        for title in self.html_articles:
+            if title == wanted or title.lower() == wanted.lower():
+                return title
+        return None
+
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> MediaWikiStandIn:
-        app = Starlette(routes=[Route("/w/api.php", self._handle)])
+        routes = [Route("/w/api.php", self._handle), Route("/w/index.php", self._index),
+                  Route("/wiki/{title:path}", self._article)]  # fmt: skip
+        app = Starlette(routes=routes)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
@@ -177,6 +217,13 @@ class MediaWikiStandIn:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+NO_HIT_PAGE = """<!DOCTYPE html><html><head><title>Search results - Wikipedia</title></head><body>
+<div id="content"><h1>Search results</h1>
+<p class="mw-search-nonefound">There were no results matching the query.</p>
+<p class="mw-search-createlink">The page "{query}" does not exist. You can ask for it to be created.</p>
+</div><div id="footer"><ul><li>Main page</li><li>Contents</li></ul></div></body></html>"""
 
 
 def _error(code: str, info: str) -> dict[str, Any]:

@@ -19,6 +19,9 @@ Typical use (one backend per run, one ``WikiEnv`` per episode)::
   ``<cache>/live_store.sqlite`` under ``$REACT_BENCH_CACHE/wiki`` or ``~/.cache/react-bench/wiki``.
 - live only: ``api_url`` (``null``: the package's own), ``user_agent``, ``timeout_s``,
   ``max_attempts``, ``backoff_s``.
+- live / replay: ``fidelity``: ``paper`` (the search page's HTML, as the original code read
+  it: ``paper.py``) or ``clean`` (exact titles and plain-text extracts: ``live.py``);
+  ``null``: ``paper`` under ``protocol=paper``, ``clean`` otherwise.
 
 Imports of the backends are lazy so that the offline path never imports ``wikipedia``.
 """
@@ -35,6 +38,8 @@ from react_bench.wiki.env import WikiBackend, WikiEnv
 
 Backend = Literal["local", "live", "replay"]
 BACKENDS: tuple[str, ...] = ("local", "live", "replay")
+Fidelity = Literal["paper", "clean"]
+FIDELITIES: tuple[str, ...] = ("paper", "clean")
 
 __all__ = ["BACKENDS", "WikiConfig", "WikiEnv", "WikiEnvFactory", "make_env_factory"]
 
@@ -50,10 +55,16 @@ class WikiConfig:
     timeout_s: float = 10.0
     max_attempts: int = 4
     backoff_s: float = 1.0
+    # live / replay: "paper" reads Wikipedia's search page HTML as the original code did
+    # (wiki/paper.py), "clean" asks the API for exact titles (wiki/live.py); None: paper under
+    # protocol=paper, else clean (RunConfig decides).
+    fidelity: Fidelity | None = None
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ConfigError(f"wiki.backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.fidelity not in (None, *FIDELITIES):
+            raise ConfigError(f"wiki.fidelity must be one of {FIDELITIES}, got {self.fidelity!r}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> WikiConfig:
@@ -100,8 +111,10 @@ def make_env_factory(
     if config.backend == "local":
         return WikiEnvFactory(_local_backend(config, task, data_dir, cache))
     from react_bench.wiki.live import LiveSettings, LiveWiki
+    from react_bench.wiki.paper import PaperWiki
     from react_bench.wiki.store import ObservationStore
 
+    live_class = PaperWiki if config.fidelity == "paper" else LiveWiki
     store_path = Path(config.store).expanduser() if config.store else cache / "live_store.sqlite"
     if config.backend == "replay" and not store_path.is_file():
         raise ConfigError(f"wiki=replay: no observation store at {store_path}; record one with wiki=live")
@@ -114,9 +127,9 @@ def make_env_factory(
     if config.user_agent:
         settings = replace(settings, user_agent=config.user_agent)
     if config.backend == "replay":  # the endpoint is part of the key: replay asks for what was recorded from it
-        return WikiEnvFactory(LiveWiki("replay", ObservationStore(store_path, read_only=True), settings))
+        return WikiEnvFactory(live_class("replay", ObservationStore(store_path, read_only=True), settings))
     mode: Literal["live", "record"] = "live" if config.refresh else "record"
-    return WikiEnvFactory(LiveWiki(mode, ObservationStore(store_path), settings))
+    return WikiEnvFactory(live_class(mode, ObservationStore(store_path), settings))
 
 
 def _local_backend(config: WikiConfig, task: str | None, data_dir: str | Path | None, cache: Path) -> WikiBackend:

@@ -22,8 +22,10 @@ prompts work unchanged:
 
 Deliberate differences from the original, each small: lookup before any page says so (the
 original answered ``No more results.``); the finish observation is ``Episode finished.\\n``
-(the original printed a reward that the environment itself always set to 0); a backend
-failure (live Wikipedia unreachable) is an error observation instead of an exception.
+(the original's task wrappers printed ``Episode finished, reward = <reward>`` with the real
+score of the answer against the gold: EM for HotpotQA, label match for FEVER; the episode
+ends there, so the model never reads it, and we keep the gold out of the trajectory); a
+backend failure (live Wikipedia unreachable) is an error observation instead of an exception.
 
 ``step_text`` (text runner) and ``execute`` (tool-use runner) share ``_act``. ``step_text``
 lower-cases the first letter and then strips, in the original's order; doing it again in

@@ -99,14 +99,19 @@ class _Transport:
             session = self._local.session = requests.Session()
         return session
 
-    def get(self, url: str, params: Any = None, headers: dict[str, str] | None = None, **_: Any) -> requests.Response:
+    def get(
+        self, url: str, params: Any = None, headers: dict[str, str] | None = None, *, to_api: bool = True, **_: Any
+    ) -> requests.Response:
+        """``to_api``: the package's calls go to the configured API endpoint; ``fetch_url``'s
+        page requests go to ``url`` itself."""
         s = _settings.get() or LiveSettings()
         headers = {**(headers or {}), "User-Agent": s.user_agent}
+        target = (s.api_url or url) if to_api else url
         problem = ""
         for attempt in range(1, s.max_attempts + 1):
             wait = s.backoff_s * 2 ** (attempt - 1)
             try:
-                response = self._session().get(s.api_url or url, params=params, headers=headers, timeout=s.timeout_s)
+                response = self._session().get(target, params=params, headers=headers, timeout=s.timeout_s)
             except requests.Timeout:
                 problem = f"timed out after {s.timeout_s:g} s"
             except requests.ConnectionError:
@@ -127,6 +132,14 @@ def _retry_after(response: requests.Response) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         return None  # an HTTP date or nothing: use our own backoff
+
+
+_PAGES = _Transport()
+
+
+def fetch_url(url: str) -> str:
+    """A web page's HTML through the same User-Agent, timeouts and retries (``paper.py``)."""
+    return _PAGES.get(url, to_api=False).text
 
 
 _install_lock = threading.Lock()
@@ -177,7 +190,8 @@ class LiveWiki:
         self.name = name
         # Stored answers are keyed by the endpoint too: one store may hold several wikis, and
         # an answer recorded from one api_url is never served for another.
-        self.store_key = f"{name}@{self.settings.api_url or wikipedia.API_URL}"
+        self.endpoint = self.settings.api_url or wikipedia.API_URL
+        self.store_key = f"{name}@{self.endpoint}"
         if mode != "replay":
             _install_transport()
 
