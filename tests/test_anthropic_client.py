@@ -141,7 +141,8 @@ async def test_usage_with_cache_tokens_and_breakpoints(
 ) -> None:
     server.responder = lambda _: Reply((ToolUseBlock("", "search", {"entity": "Hamlet"}),))
     client = make()
-    system = "Solve a question answering task with interleaving Thought, Action, Observation steps. " * 20
+    # above Sonnet 5.5's 2,048-token minimum, so the API (and the server) cache it
+    system = "Solve a question answering task with interleaving Thought, Action, Observation steps. " * 150
     first = await generate(client, ask(system=system, tools=(SEARCH,)))
     history = (
         Message.user("Who wrote Hamlet?"),

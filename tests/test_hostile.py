@@ -215,7 +215,7 @@ def responder(cases_by_question: dict[str, Case]) -> Callable[[dict[str, Any]], 
         first_turn = len(body["messages"]) == 1
         if body.get("tools"):
             return case.first(body) if first_turn else Reply((TextBlock("Answer: ok"),))
-        tail = body["messages"][0]["content"][0]["text"].rsplit("Question: ", 1)[1]
+        tail = "".join(b["text"] for b in body["messages"][0]["content"]).rsplit("Question: ", 1)[1]
         suffix = re.search(r"Begin your reply with `(.*?)` and follow", tail, re.DOTALL)
         assert suffix is not None
         if "Action" in suffix.group(1):  # the paper's re-ask, after a failed split

@@ -317,6 +317,7 @@ def test_responder_sees_the_request(server: MessagesServer) -> None:
 
 
 def test_prompt_cache_simulation(server: MessagesServer) -> None:
+    server.cache.min_tokens = 0  # the mechanics; the documented minimum is tested below
     server.responder = lambda _: Reply.text("ok")
     cached = {"type": "text", "text": "A long few-shot prompt. " * 40, "cache_control": {"type": "ephemeral"}}
     first = json.loads(post(server, body(system=[cached]))[2])["usage"]
@@ -326,3 +327,36 @@ def test_prompt_cache_simulation(server: MessagesServer) -> None:
     assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
     assert second["cache_creation_input_tokens"] == 0 and second["input_tokens"] > 0
     assert uncached["cache_read_input_tokens"] == uncached["cache_creation_input_tokens"] == 0
+
+
+def _usage_of(server: MessagesServer, blocks: list[dict], model: str = "claude-sonnet-4-6") -> dict:
+    request = {"model": model, "max_tokens": 10, "messages": [{"role": "user", "content": blocks}]}
+    return json.loads(post(server, request)[2])["usage"]
+
+
+def _block(text: str, cached: bool = False) -> dict:
+    block = {"type": "text", "text": text}
+    return {**block, "cache_control": {"type": "ephemeral"}} if cached else block
+
+
+def test_cache_follows_the_documented_rules(server: MessagesServer) -> None:
+    from react_bench.models.capabilities import min_cache_tokens
+
+    server.responder = lambda _: Reply.text("ok")
+    small = [_block("word " * 100, cached=True)]  # far below Sonnet 4.6's 2,048-token minimum
+    assert min_cache_tokens("claude-sonnet-4-6") == 2048
+    first, again = _usage_of(server, small), _usage_of(server, small)
+    assert first["cache_creation_input_tokens"] == again["cache_read_input_tokens"] == 0  # never cached
+    big = "A long stable instruction with exemplars. " * 400  # well above the minimum
+    steps = [_block(f"step {i} " * 30) for i in range(25)]
+    first = _usage_of(server, [_block(big), *steps[:2], _block("tail", cached=True)])
+    assert first["cache_read_input_tokens"] == 0 and first["cache_creation_input_tokens"] > 0
+    # the next request extends the prefix by one block: its breakpoint finds the last write one block back
+    second = _usage_of(server, [_block(big), *steps[:2], _block("tail"), steps[2], _block("end", cached=True)])
+    assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
+    # more than 20 blocks after the last write: the lookback does not reach it, nothing is read
+    far = _usage_of(server, [_block(big), *steps[:2], _block("tail"), *steps[3:25], _block("x", cached=True)])
+    assert far["cache_read_input_tokens"] == 0
+    # a prefix that ends inside a block never matches: the same text cut differently
+    merged = _usage_of(server, [_block(big + "step 0 " * 30), steps[1], _block("tail", cached=True)])
+    assert merged["cache_read_input_tokens"] == 0

@@ -65,7 +65,7 @@ from react_bench.events import (
     ToolInputDelta,
 )
 from react_bench.models.base import ModelError, ModelRequest, ThinkingConfig, adapt_request
-from react_bench.models.capabilities import model_info
+from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, StopReason, TextBlock, Usage, message_to_dict
 
@@ -134,19 +134,18 @@ class AnthropicClient:
         arguments: dict[str, Any] = {
             "model": self.config.name,
             "max_tokens": request.max_tokens,
-            "messages": _wire_messages(request.messages, self.config.prompt_caching),
+            "messages": _wire_messages(request.messages),
         }
-        caching = self.config.prompt_caching
         if request.system:
-            system: dict[str, Any] = {"type": "text", "text": request.system}
-            arguments["system"] = [{**system, "cache_control": _CACHE} if caching else system]
+            arguments["system"] = [{"type": "text", "text": request.system}]
         if request.tools:
-            tools = [
+            arguments["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
             ]
-            if caching and not request.system:
-                tools[-1] = {**tools[-1], "cache_control": _CACHE}
-            arguments["tools"] = tools
+        if self.config.prompt_caching:
+            place_breakpoints(arguments, request.cache_points, min_cache_tokens(self.info.id))
+        _compact(arguments["messages"])
+        if request.tools:
             if request.tool_choice is not None:
                 arguments["tool_choice"] = {"type": request.tool_choice}
         if api_stops:
@@ -230,29 +229,65 @@ def _wire_thinking(thinking: ThinkingConfig, max_tokens: int) -> dict[str, Any]:
     return {"type": "enabled", "budget_tokens": budget, "display": thinking.display}
 
 
-def _wire_messages(messages: Iterable[Message], caching: bool) -> list[dict[str, Any]]:
+def _wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Messages in the API's form. Empty text blocks become ``None`` placeholders here (so a
+    cache point's block index still points at the right block) and are dropped at the end
+    of ``plan`` by ``_compact``."""
     wire = []
     for message in messages:
         data = message_to_dict(message)
-        kept = [
-            {k: v for k, v in b.items() if k != "input_error"}  # our note on a garbled input, not the API's
-            for b in data["content"]
-            if not (b["type"] == "text" and not b["text"])
+        content = [
+            None if b["type"] == "text" and not b["text"] else {k: v for k, v in b.items() if k != "input_error"}
+            for b in data["content"]  # input_error: our note on a garbled input, not the API's
         ]
-        wire.append({**data, "content": kept or data["content"]})
-    if caching:
-        for position in (len(wire) - 2, len(wire) - 1):  # history before the newest turn; the newest turn
-            if position >= 0:
-                _mark_last_cacheable(wire[position])
+        wire.append({**data, "content": content})
     return wire
 
 
-def _mark_last_cacheable(message: dict[str, Any]) -> None:
+def _compact(wire: list[dict[str, Any]]) -> None:
+    for message in wire:
+        kept = [b for b in message["content"] if b is not None]
+        message["content"] = kept or [{"type": "text", "text": ""}]  # all empty: as it was
+
+
+def _estimate(value: Any) -> int:
+    """A generous token estimate (about 3 characters a token): a breakpoint is dropped only when
+    its prefix is surely below the model's minimum, so no cacheable prefix goes unmarked."""
+    return len(json.dumps(value, ensure_ascii=False)) // 3
+
+
+def place_breakpoints(arguments: dict[str, Any], points: tuple[tuple[int, int], ...] | None, minimum: int) -> None:
+    """``cache_control`` on the blocks a later request will repeat (at most 4 breakpoints).
+
+    ``points``: (message index, block index) chosen by the policy that built the request (it
+    knows which prefix repeats: the exemplars across questions, an episode's history across
+    steps); ``None``: the end of the history before the newest turn and the end of the
+    newest turn. The tools + system prefix is marked too. A breakpoint whose prefix is below
+    the model's minimum cacheable length is left out: the API would not cache it anyway.
+    """
+    messages = arguments["messages"]
+    if points is None:
+        points = tuple((i, _last_cacheable(messages[i])) for i in (len(messages) - 2, len(messages) - 1) if i >= 0)
+    tokens = _estimate(arguments.get("tools", [])) + _estimate(arguments.get("system", []))
+    marks: list[tuple[int, int]] = []
+    head = arguments.get("system") or arguments.get("tools")
+    if head and tokens >= minimum:
+        head[-1] = {**head[-1], "cache_control": _CACHE}
+    for i, message in enumerate(messages):
+        for j, block in enumerate(message["content"]):
+            tokens += _estimate(block) if block is not None else 0
+            if (i, j) in points and block is not None and block["type"] in _CACHEABLE and tokens >= minimum:
+                marks.append((i, j))
+    for i, j in marks[-(3 if head and "cache_control" in head[-1] else 4) :]:
+        messages[i]["content"][j] = {**messages[i]["content"][j], "cache_control": _CACHE}
+
+
+def _last_cacheable(message: dict[str, Any]) -> int:
     for index in range(len(message["content"]) - 1, -1, -1):
         block = message["content"][index]
-        if block["type"] in _CACHEABLE and block.get("text", "x"):
-            message["content"][index] = {**block, "cache_control": _CACHE}
-            return
+        if block is not None and block["type"] in _CACHEABLE:
+            return index
+    return -1
 
 
 def model_error(exc: anthropic.APIStatusError) -> ModelError:

@@ -67,6 +67,9 @@ class ModelRequest:
     thinking: ThinkingConfig | None = None
     # Distinguishes otherwise identical sampled calls (CoT-SC sample k): each its own cache key.
     sample_index: int | None = None
+    # Prompt-cache breakpoints: (message index, block index) of blocks that a later request
+    # repeats, chosen by the policy that built the request; None: the client's default.
+    cache_points: tuple[tuple[int, int], ...] | None = None
     metadata: dict[str, str] = field(default_factory=dict)
 
 

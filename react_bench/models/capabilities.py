@@ -192,6 +192,23 @@ def model_info(model_id: str, *, allow_unknown: bool = False) -> ClaudeModel:
     )
 
 
+# The minimum cacheable prompt length (tokens): a cache breakpoint whose prefix is shorter is
+# not written (and not billed as a write). Documented by Anthropic for: Opus 4.5 / 4.6 and
+# Haiku 4.5: 4096; Sonnet 4.6: 2048; Sonnet 4.5, Opus 4.1, Opus 4, Sonnet 4, Sonnet 3.7: 1024;
+# Haiku 3.5: 2048. Later models are not in the documents we have: each takes its family's
+# latest documented value (Opus, Haiku, Fable, Mythos: 4096; Sonnet: 2048).
+_MIN_CACHE_TOKENS = {
+    "claude-sonnet-4-5": 1024, "claude-opus-4-1": 1024, "claude-opus-4-0": 1024, "claude-sonnet-4-0": 1024,
+    "claude-3-7-sonnet-latest": 1024, "claude-3-5-haiku-latest": 2048, "claude-sonnet-4-6": 2048,
+    "claude-sonnet-5": 2048, "claude-sonnet-5-5": 2048,
+}  # fmt: skip
+
+
+def min_cache_tokens(model_id: str) -> int:
+    row = _BY_ID.get(model_id)
+    return _MIN_CACHE_TOKENS.get(row.id if row is not None else model_id, 4096)
+
+
 def capabilities_for(model_id: str, *, allow_unknown: bool = False) -> ModelCapabilities:
     return model_info(model_id, allow_unknown=allow_unknown).capabilities()
 

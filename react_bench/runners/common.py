@@ -22,7 +22,7 @@ from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinking
 from react_bench.models.base import ModelClient, ModelRequest
 from react_bench.models.collector import ResponseCollector
 from react_bench.models.stopping import cut_at_stop
-from react_bench.types import Message, ModelResponse, Usage
+from react_bench.types import Message, ModelResponse, TextBlock, Usage
 
 
 @dataclass
@@ -76,26 +76,43 @@ class Sampling:
 
 
 CONTINUE_INSTRUCTION = (
-    "\n\nContinue the text above from where it stops. Begin your reply with `{suffix}` and "
+    "Continue the text above from where it stops. Begin your reply with `{suffix}` and "
     "follow the format of the examples exactly."
 )
 
 
-def text_request(model: ModelClient, prompt: str, suffix: str, stop: Sequence[str], sampling: Sampling) -> ModelRequest:
-    """The request for ``prompt + suffix`` in whichever form the model accepts."""
+def text_request(
+    model: ModelClient,
+    parts: Sequence[str],
+    suffix: str,
+    stop: Sequence[str],
+    sampling: Sampling,
+    cache_after: Sequence[int] = (),
+) -> ModelRequest:
+    """The request for ``"".join(parts) + suffix`` in whichever form the model accepts.
+
+    ``parts`` are the prompt's pieces in order (instruction and exemplars, the question, one
+    piece per step); a chat model gets each as its own text block, so that the next request
+    repeats this one's blocks exactly and a prompt cache can match them at block boundaries.
+    ``cache_after``: the parts after which a cache breakpoint goes (see ``models.anthropic``).
+    """
     decoding = ModelRequest(
         max_tokens=sampling.max_tokens, temperature=sampling.temperature, sample_index=sampling.sample_index
     )
     caps = model.capabilities
     if caps.raw_completion:
-        return replace(decoding, prompt=prompt + suffix, stop=tuple(stop))
+        return replace(decoding, prompt="".join(parts) + suffix, stop=tuple(stop))
     api_stops = tuple(s for s in stop if s.strip())  # APIs reject whitespace-only stops
+    kept = [i for i, part in enumerate(parts) if part.strip()]
+    blocks = [TextBlock(parts[i]) for i in kept]
+    points = tuple((0, kept.index(i)) for i in cache_after if i in kept)
     messages: tuple[Message, ...]
     if caps.prefill and suffix.strip():
-        messages = (Message.user(prompt.rstrip()), Message.assistant(suffix.rstrip()))
+        messages = (Message("user", tuple(blocks)), Message.assistant(suffix.rstrip()))
     else:
-        messages = (Message.user(prompt.rstrip() + CONTINUE_INSTRUCTION.format(suffix=suffix.strip())),)
-    return replace(decoding, messages=messages, stop=api_stops)
+        instruction = TextBlock("\n" + CONTINUE_INSTRUCTION.format(suffix=suffix.strip()))
+        messages = (Message("user", (*blocks, instruction)),)
+    return replace(decoding, messages=messages, stop=api_stops, cache_points=points)
 
 
 def completion_text(model: ModelClient, response: ModelResponse, suffix: str, stop: Sequence[str]) -> str:
@@ -123,15 +140,16 @@ class Completion:
 
 async def complete_text(
     model: ModelClient,
-    prompt: str,
+    parts: Sequence[str],
     suffix: str,
     stop: Sequence[str],
     sampling: Sampling,
     step: int,
     stats: StepStats,
+    cache_after: Sequence[int] = (),
 ) -> AsyncIterator[AgentEvent | Completion]:
     """Stream a text-protocol call; yields deltas, then the ``Completion``."""
-    request = text_request(model, prompt, suffix, stop, sampling)
+    request = text_request(model, parts, suffix, stop, sampling, cache_after)
     async for item in stream_turn(model, request, step, stats):
         if isinstance(item, ModelResponse):
             yield Completion(completion_text(model, item, suffix, stop), item.usage)

@@ -51,8 +51,14 @@ class TextActionEnv:
         return await self.env.step_text(str(arguments["action"]))
 
 
+def base_parts(prompt: PromptSpec, question: str) -> list[str]:
+    """The prompt before any step: instruction and exemplars (the same for every question of
+    a run, so a prompt cache shares them), then the question line."""
+    return [f"{prompt.instruction}{prompt.exemplars}", f"{prompt.label}: {question}\n"]
+
+
 def base_prompt(prompt: PromptSpec, question: str) -> str:
-    return f"{prompt.instruction}{prompt.exemplars}{prompt.label}: {question}\n"
+    return "".join(base_parts(prompt, question))
 
 
 def paper_observation(text: str) -> str:
@@ -72,24 +78,30 @@ class TextPolicy:
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
 
-    def scratchpad(self, history: Sequence[Message]) -> str:
+    def scratchpad_parts(self, history: Sequence[Message]) -> list[str]:
+        """One piece per finished step: its thought and action, and the observation."""
         parts: list[str] = []
         for step, (turn, results) in enumerate(zip(history[0::2], history[1::2], strict=False), start=1):
             observation = _result_text(results)
             parts.append(f"{turn.text}\nObservation {step}: {observation}\n")
-        return "".join(parts)
+        return parts
+
+    def scratchpad(self, history: Sequence[Message]) -> str:
+        return "".join(self.scratchpad_parts(history))
+
+    def _parts(self, history: Sequence[Message]) -> list[str]:
+        return base_parts(self.prompt, self.question) + self.scratchpad_parts(history)
 
     def _step_suffix(self, step: int) -> str:
         return f"Action {step}:" if self.style == "act" else f"Thought {step}:"
 
     def first_request(self) -> ModelRequest:
         """The request of step 1, as ``decide`` sends it (what the run records as not applied)."""
-        return text_request(
-            self.model, base_prompt(self.prompt, self.question), self._step_suffix(1), [step_stop(1)], self.sampling
-        )
+        parts = self._parts(())
+        return text_request(self.model, parts, self._step_suffix(1), [step_stop(1)], self.sampling, _cache(parts))
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
-        prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history)
+        prompt = self._parts(history)
         suffix = self._step_suffix(step)
         usage = Usage()
         completion = ""
@@ -125,7 +137,7 @@ class TextPolicy:
         yield Decision(Message.assistant(text), (call,), usage=usage)
 
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
-        prompt = base_prompt(self.prompt, self.question) + self.scratchpad(history) + f"({notice})\n"
+        prompt = [*self._parts(history), f"({notice})\n"]
         suffix = f"Action {step}: Finish["
         usage, answer = Usage(), ""
         async for item in self._complete(prompt, suffix, ["]", "\n"], step):
@@ -136,9 +148,10 @@ class TextPolicy:
         yield Decision(Message.assistant(f"{suffix}{answer}]"), answer=answer, usage=usage)
 
     async def _complete(
-        self, prompt: str, suffix: str, stop: Sequence[str], step: int
+        self, parts: list[str], suffix: str, stop: Sequence[str], step: int
     ) -> AsyncIterator[AgentEvent | Completion]:
-        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step, self.stats):
+        cache = _cache(parts)
+        async for item in complete_text(self.model, parts, suffix, stop, self.sampling, step, self.stats, cache):
             yield item
 
 
@@ -156,15 +169,21 @@ class AnswerPolicy:
     def _suffix_and_stop(self) -> tuple[str, list[str]]:
         return ("Thought:", [f"\n{self.prompt.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
 
+    def _cache_after(self) -> tuple[int, ...]:
+        # the exemplars repeat across questions; the question repeats only across CoT-SC samples
+        return (0, 1) if self.sampling.sample_index is not None else (0,)
+
     def first_request(self) -> ModelRequest:
         suffix, stop = self._suffix_and_stop()
-        return text_request(self.model, base_prompt(self.prompt, self.question), suffix, stop, self.sampling)
+        parts = base_parts(self.prompt, self.question)
+        return text_request(self.model, parts, suffix, stop, self.sampling, self._cache_after())
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
-        prompt = base_prompt(self.prompt, self.question)
+        parts = base_parts(self.prompt, self.question)
         suffix, stop = self._suffix_and_stop()
         completion, usage = "", Usage()
-        async for item in complete_text(self.model, prompt, suffix, stop, self.sampling, step, self.stats):
+        cache = self._cache_after()
+        async for item in complete_text(self.model, parts, suffix, stop, self.sampling, step, self.stats, cache):
             if isinstance(item, Completion):
                 completion, usage = item.text, item.usage
             else:
@@ -176,6 +195,12 @@ class AnswerPolicy:
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
         raise AssertionError("a one-call policy never reaches the step cap")
         yield  # pragma: no cover
+
+
+def _cache(parts: Sequence[str]) -> tuple[int, ...]:
+    """Breakpoints of an agent step: after the exemplars (shared by every question) and after
+    the last step (the next step of the episode reads it)."""
+    return tuple(dict.fromkeys((0, len(parts) - 1)))
 
 
 def _result_text(message: Message) -> str:

@@ -245,7 +245,7 @@ class MessagesServer:
         responder: Responder | None = None,
         chunk: int = 4,
         json_chunk: int = 3,
-        min_cache_tokens: int = 0,
+        min_cache_tokens: int | None = None,  # None: each model's documented minimum (as the API)
         fault_rate: float = 0.0,
         fault_seed: int = 0,
     ) -> None:

@@ -142,38 +142,58 @@ def parse_sse(text: str) -> list[SseEvent]:
     return events
 
 
-class CacheSimulator:
-    """Prompt-cache bookkeeping: which part of a request's input is read, written, or plain.
+LOOKBACK_BLOCKS = 20
 
-    The cacheable prefix is ordered tools, system, messages (block by block). A breakpoint is
-    a block with ``cache_control`` (or the last block, for a top-level ``cache_control``).
-    Each breakpoint writes its prefix; a request reads the longest prefix already written.
-    Prefixes shorter than ``min_tokens`` are not cached, as with the real API's minimum.
+
+class CacheSimulator:
+    """Prompt-cache bookkeeping as Anthropic documents it: which part of a request's input is
+    read from the cache, written to it, or plain input.
+
+    - The prompt is the block sequence tools, system, messages (block by block). A breakpoint
+      is a block with ``cache_control`` (or the last block, for a top-level ``cache_control``).
+    - Each breakpoint's prefix is written when it is at least the model's minimum cacheable
+      length (``min_tokens``; None: ``models.capabilities.min_cache_tokens`` of the request's
+      model). A shorter one is simply not cached, and not billed as a write.
+    - A request reads the longest previously written prefix that ends at a block boundary at
+      most 20 blocks before one of its breakpoints; a prefix that ends inside a block never
+      matches (hashes are per block boundary).
+    - Usage: read tokens (the hit prefix), written tokens (from there to the last written
+      breakpoint), and plain input tokens (the rest), reported separately.
     """
 
-    def __init__(self, min_tokens: int = 0) -> None:
+    def __init__(self, min_tokens: int | None = None) -> None:
         self.min_tokens = min_tokens
         self._written: set[str] = set()
 
     def usage(self, body: Mapping[str, Any]) -> Usage:
+        from react_bench.models.capabilities import min_cache_tokens
+
         segments = list(_segments(body))
         tokens = [estimate_tokens(_strip_cc(s)) for s in segments]
         hashes, running = [], hashlib.sha256(str(body.get("model")).encode())
         for segment in segments:
             running.update(json.dumps(_strip_cc(segment), sort_keys=True).encode())
             hashes.append(running.copy().hexdigest())
-        marks = [i for i, s in enumerate(segments) if isinstance(s, Mapping) and s.get("cache_control")]
+        marks = sorted({i for i, s in enumerate(segments) if isinstance(s, Mapping) and s.get("cache_control")})
         if body.get("cache_control") and segments:
-            marks.append(len(segments) - 1)
-        if not marks or sum(tokens[: max(marks) + 1]) < self.min_tokens:
-            return Usage(input_tokens=sum(tokens))
-        last = max(marks)
-        hit = max((i for i in range(last + 1) if hashes[i] in self._written), default=-1)
-        self._written.update(hashes[i] for i in marks)
+            marks = sorted({*marks, len(segments) - 1})
+        hit = -1
+        for mark in marks:
+            for end in range(mark, max(-1, mark - LOOKBACK_BLOCKS - 1), -1):
+                if hashes[end] in self._written:
+                    hit = max(hit, end)
+                    break
+        minimum = self.min_tokens if self.min_tokens is not None else min_cache_tokens(str(body.get("model")))
+        prefix = [sum(tokens[: i + 1]) for i in range(len(tokens))]
+        written = [m for m in marks if prefix[m] >= minimum]
+        self._written.update(hashes[m] for m in written)
+        last_write = max(written, default=-1)
+        read = prefix[hit] if hit >= 0 else 0
+        created = prefix[last_write] - read if last_write > hit else 0
         return Usage(
-            input_tokens=sum(tokens[last + 1 :]),
-            cache_creation_input_tokens=sum(tokens[hit + 1 : last + 1]),
-            cache_read_input_tokens=sum(tokens[: hit + 1]),
+            input_tokens=sum(tokens) - read - created,
+            cache_creation_input_tokens=created,
+            cache_read_input_tokens=read,
         )
 
 
