@@ -117,6 +117,7 @@ class SolveSettings:
     cot_sc_temperature: float = 0.7
     thinking: ThinkingConfig | None = None
     tool_max_tokens: int = 1024
+    shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
@@ -249,7 +250,9 @@ class Solver:
         prompt = self.prompts[prompt_key(style, s.runner)]
         if s.runner == "text":
             return TextPolicy(self.model, prompt, question, style, s.parser, self._sampling())
-        return ToolUsePolicy(self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature)
+        return ToolUsePolicy(
+            self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature, s.shots
+        )
 
     def _new_env(self) -> Any:
         if self.env_factory is None:

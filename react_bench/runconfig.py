@@ -143,6 +143,7 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
         cot_sc_temperature=float(chosen["cot_sc_temperature"]),
         thinking=ThinkingConfig(**thinking) if thinking else None,
         tool_max_tokens=_int(runner, "max_tokens", 1024),
+        shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
     )
 
 

@@ -29,8 +29,24 @@ def _first_user_text(body: Mapping[str, Any]) -> str:
     return content if isinstance(content, str) else "".join(_text(b) for b in content)
 
 
+def _question_message(body: Mapping[str, Any]) -> int:
+    """Index of the message that asks the question (after any few-shot exemplar turns)."""
+    found = 0
+    for i, message in enumerate(body["messages"]):
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [_text(b) for b in content]
+        if message["role"] == "user" and any("Question: " in t for t in texts):
+            found = i
+    return found
+
+
+def turns_after_question(body: Mapping[str, Any]) -> int:
+    return len(body["messages"]) - 1 - _question_message(body)
+
+
 def question_of(body: Mapping[str, Any]) -> str:
-    text = _first_user_text(body)
+    content = body["messages"][_question_message(body)]["content"]
+    text = content if isinstance(content, str) else "".join(_text(b) for b in content)
     return text.rsplit("Question: ", 1)[1].split("\n", 1)[0].strip()
 
 
@@ -44,7 +60,7 @@ class Oracle:
         question = question_of(body)
         gold = self.golds[question]
         if body.get("tools"):  # the tool-use runner
-            if len(body["messages"]) == 1:
+            if turns_after_question(body) == 0:
                 return Reply((TextBlock("Let me look."), ToolUseBlock("", "search", {"entity": question[:30]})))
             return Reply((ToolUseBlock("", "finish", {"answer": gold}),))
         match = _STEP.search(_first_user_text(body))

@@ -24,7 +24,7 @@ from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, RawStream, Reply
 from react_bench.testing.sse import CacheSimulator, build_message, encode_sse, stream_events
 from react_bench.types import TextBlock, ToolUseBlock
-from tests.support_oracle import gold_answers, question_of
+from tests.support_oracle import gold_answers, question_of, turns_after_question
 
 KEY_ENV = "REACT_BENCH_TEST_HOSTILE_KEY"
 CONTROL = [chr(c) for c in range(32) if chr(c) not in "\n"] + ["\x7f"]  # \n would end the step line
@@ -212,7 +212,7 @@ def tool_cases() -> list[Case]:
 def responder(cases_by_question: dict[str, Case]) -> Callable[[dict[str, Any]], Reply | RawStream]:
     def respond(body: dict[str, Any]) -> Reply | RawStream:
         case = cases_by_question[question_of(body)]
-        first_turn = len(body["messages"]) == 1
+        first_turn = turns_after_question(body) == 0
         if body.get("tools"):
             return case.first(body) if first_turn else Reply((TextBlock("Answer: ok"),))
         tail = "".join(b["text"] for b in body["messages"][0]["content"]).rsplit("Question: ", 1)[1]

@@ -186,7 +186,9 @@ def test_prompt_layout(task: str, style: str) -> None:
         assert spec.exemplars.startswith(f"\n{label}: ") and spec.exemplars.endswith("\n\n")
         assert prompt.endswith(f"]\n\n{label}: QQQ\n" if style in ("react", "act") else f"\n\n{label}: QQQ\n")
     else:
-        assert spec.exemplars == "" and "finish" in spec.instruction
+        # the tool-use runner gets the text exemplars, turned into native turns by the runner
+        text_style = {"tool_use": "react", "tool_use_act": "act"}[style]
+        assert spec.exemplars == load_prompt(task, text_style).exemplars and "finish" in spec.instruction
     if style in ("react", "act"):
         assert all(action in spec.instruction for action in ("Search[entity]", "Lookup[keyword]", "Finish["))
     if style == "tool_use_act":
@@ -277,3 +279,23 @@ class _NoWiki:
 
     def search(self, entity: str):  # pragma: no cover - must not be called
         raise AssertionError(f"unexpected search for {entity!r}")
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_tool_use_exemplars_become_native_turns(task: str) -> None:
+    from react_bench.runners.tool_use import exemplar_conversation
+    from react_bench.types import TextBlock, ToolResultBlock, ToolUseBlock
+
+    spec = load_prompt(task, "tool_use")
+    turns = exemplar_conversation(spec, "react", None)
+    text_actions = re.findall(r"^Action \d+: (\w+)\[", spec.exemplars, re.MULTILINE)
+    calls = [b for m in turns for b in m.content if isinstance(b, ToolUseBlock)]
+    assert [c.name for c in calls] == [a.lower() for a in text_actions]  # every action, in order
+    results = {b.tool_use_id: b.content for m in turns for b in m.content if isinstance(b, ToolResultBlock)}
+    assert set(results) == {c.id for c in calls} and all(results.values())  # each paired, none empty
+    assert [m.role for m in turns] == ["user", "assistant"] * (len(turns) // 2) + ["user"] * (len(turns) % 2)
+    questions = [b.text for m in turns for b in m.content if isinstance(b, TextBlock) and m.role == "user"]
+    assert len(questions) == COUNTS[task] and all(q.startswith(f"{TASKS[task]}: ") for q in questions)
+    assert exemplar_conversation(spec, "react", 0) == []
+    two = exemplar_conversation(spec, "react", 2)
+    assert sum(1 for m in two for b in m.content if isinstance(b, TextBlock) and m.role == "user") == 2

@@ -68,7 +68,8 @@ def load_prompt(
     own = _read(PROMPT_DIR / f"{task}.json")
     own_instruction = own["instructions"][style]
     if file is None:
-        exemplars = own["exemplars"].get(style, "")
+        # the tool-use runner converts the text exemplars into native turns (runners/tool_use.py)
+        exemplars = own["exemplars"].get({"tool_use": "react", "tool_use_act": "act"}.get(style, style), "")
         source = f"react_bench:{task}/{style}"
     else:
         foreign = _read(Path(file).expanduser().resolve())

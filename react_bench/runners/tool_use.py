@@ -11,13 +11,20 @@
   extended thinking optional. Parallel tool calls are allowed; the loop pairs results by id.
 - Wrap-up at the step cap: the notice is added after the last tool results, tools stay
   declared (the API requires them while the history holds tool blocks) with choice ``none``.
+- Few-shot exemplars (on by default; ``shots=0``: zero-shot, ``shots=k``: the first k): the
+  text runner's exemplars as native conversation turns before the question: each thought as
+  text, each action as a ``tool_use`` block, each observation as its ``tool_result`` (the
+  finish action's result is the environment's ``Episode finished.``). Both runners then see
+  the same information. Prompt-cache breakpoints: the end of the exemplars (the same for
+  every question of a run) and the end of the conversation (the next step reads it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from react_bench.events import AgentEvent
 from react_bench.loop import Decision, ToolCall
@@ -25,7 +32,8 @@ from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, T
 from react_bench.prompts import PromptSpec
 from react_bench.runners.common import StepStats, stream_turn
 from react_bench.runners.parsing import extract_answer
-from react_bench.types import Message, ModelResponse, TextBlock
+from react_bench.types import ContentBlock, Message, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock
+from react_bench.wiki.env import FINISHED, TOOL_PARAMS, action_to_call
 
 
 @dataclass
@@ -38,13 +46,22 @@ class ToolUsePolicy:
     thinking: ThinkingConfig | None = None
     max_tokens: int = 1024
     temperature: float | None = 0.0
+    shots: int | None = None  # exemplars as native turns: None all, 0 none, k the first k
     stats: StepStats = field(default_factory=StepStats)
 
     def _request(self, history: Sequence[Message], notice: str | None = None) -> ModelRequest:
-        messages = [Message.user(f"{self.prompt.label}: {self.question}"), *history]
+        shots = exemplar_conversation(self.prompt, self.style, self.shots)
+        question = TextBlock(f"{self.prompt.label}: {self.question}")
+        if shots:  # the last exemplar ends with a user message of tool results: the question joins it
+            opening = [*shots[:-1], Message("user", (*shots[-1].content, question))]
+            points = [(len(shots) - 1, len(shots[-1].content) - 1)]
+        else:
+            opening, points = [Message("user", (question,))], []
+        messages = [*opening, *history]
         if notice is not None:
             last = messages[-1]
             messages[-1] = Message(last.role, (*last.content, TextBlock(notice)))
+        points.append((len(messages) - 1, len(messages[-1].content) - 1))
         act = self.style == "act"
         thinking = None if act else self.thinking
         max_tokens = self.max_tokens
@@ -59,6 +76,7 @@ class ToolUsePolicy:
             max_tokens=max_tokens,
             # The API refuses temperature together with extended thinking.
             temperature=None if thinking is not None else self.temperature,
+            cache_points=tuple(dict.fromkeys(points)),
         )
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
@@ -82,6 +100,54 @@ class ToolUsePolicy:
 
     def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
         return self._turn(self._request(history, notice), step)
+
+
+_STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
+
+
+def exemplar_conversation(prompt: PromptSpec, style: str, shots: int | None) -> list[Message]:
+    """The text exemplars of ``prompt`` as tool-use turns (see the module docstring)."""
+    if shots == 0 or not prompt.exemplars.strip():
+        return []
+    messages: list[Message] = []
+    pending: list[ContentBlock] = []  # the next user message: tool results, then a question
+    count = 0
+    for episode in _split_exemplars(prompt.exemplars, prompt.label):
+        if shots is not None and count >= shots:
+            break
+        count += 1
+        pending.append(TextBlock(episode[0]))
+        thought = ""
+        for kind, number, text in episode[1:]:
+            if kind == "Thought":
+                thought = text
+            elif kind == "Action":
+                call = action_to_call(text)
+                name, argument = call if call is not None else ("invalid", text)
+                param = TOOL_PARAMS.get(name, "input")
+                messages.append(Message("user", tuple(pending)))
+                tool_id = f"toolu_example_{count}_{number}"
+                said = (TextBlock(thought),) if thought and style != "act" else ()
+                messages.append(Message("assistant", (*said, ToolUseBlock(tool_id, name, {param: argument}))))
+                pending, thought = [ToolResultBlock(tool_id, FINISHED if name == "finish" else "")], ""
+            elif kind == "Observation" and pending and isinstance(pending[-1], ToolResultBlock):
+                pending[-1] = ToolResultBlock(pending[-1].tool_use_id, text)
+    if pending:
+        messages.append(Message("user", tuple(pending)))
+    return messages
+
+
+def _split_exemplars(text: str, label: str) -> list[list[Any]]:
+    """[[question line, (kind, number, text), ...], ...] from the text runner's exemplars."""
+    episodes: list[list[Any]] = []
+    for line in text.splitlines():
+        if line.startswith(f"{label}: "):
+            episodes.append([line])
+            continue
+        match = _STEP.match(line)
+        if match and episodes:
+            episodes[-1].append((match.group(1), match.group(2), match.group(3)))
+    return episodes
 
 
 def short_answer(text: str) -> str:
