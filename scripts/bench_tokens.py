@@ -1,0 +1,167 @@
+"""Prompt caching, measured: billed-equivalent input tokens with caching on and off.
+
+    python scripts/bench_tokens.py            # writes results/bench/tokens.{md,json}
+
+HotpotQA ReAct episodes that search for all 7 steps (a model that never answers, so every
+episode is as long as the protocol allows) through the real SDK against the project's
+Messages API server, whose prompt cache follows Anthropic's documented rules (the model's
+minimum cacheable length, reads at block boundaries up to 20 blocks before a breakpoint).
+Billed-equivalent input = uncached + 1.25 x cache writes + 0.1 x cache reads. For each
+runner (the tool-use runner with its few-shot exemplars as native turns), for one episode
+and for a 100-question run (concurrency 1, so every request sees the cache the one before
+it left, as consecutive API calls do), on two models: one whose documented minimum is
+1,024 tokens (Claude Opus 4.1) and Claude Sonnet 4.6 (2,048).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import io
+import json
+import os
+import platform
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from react_bench.evaluate import evaluate  # noqa: E402
+from react_bench.models.capabilities import min_cache_tokens  # noqa: E402
+from react_bench.modes import SolveSettings  # noqa: E402
+from react_bench.runconfig import RunConfig  # noqa: E402
+from react_bench.tasks import TaskConfig  # noqa: E402
+from react_bench.testing.messages_server import MessagesServer, Reply  # noqa: E402
+from react_bench.types import TextBlock, ToolUseBlock  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+KEY_ENV = "REACT_BENCH_BENCH_KEY"
+MODELS = ("claude-opus-4-1", "claude-sonnet-4-6")
+GOALS = {"episode": 0.35, "run": 0.20}
+_STEP = re.compile(r"(?:Thought|Action) (\d+):")
+
+
+def keeps_searching(body: dict[str, Any]) -> Reply:
+    """A model that searches at every step and never finishes."""
+    if body.get("tools"):
+        turn = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        return Reply((TextBlock("I need more."), ToolUseBlock("", "search", {"entity": f"Topic {turn}"})))
+    last = body["messages"][-1]
+    text = "".join(b.get("text", "") for b in last["content"]) if isinstance(last["content"], list) else last["content"]
+    if last["role"] == "assistant":  # prefill: the reply continues "Thought k:"
+        step = int(_STEP.findall(text)[-1])
+        return Reply.text(f" I need more.\nAction {step}: Search[Topic {step}]")
+    step = int(_STEP.findall(text.rsplit("Begin your reply with", 1)[1])[0])
+    return Reply.text(f"Thought {step}: I need more.\nAction {step}: Search[Topic {step}]")
+
+
+def billed(usage: dict[str, int]) -> float:
+    return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
+
+
+async def measure(model: str, runner: str, n: int, caching: bool, work: Path) -> dict[str, Any]:
+    with MessagesServer(responder=keeps_searching) as server:
+        config = RunConfig(
+            task=TaskConfig(name="hotpotqa", n=n),
+            model={
+                "provider": "anthropic",
+                "name": model,
+                "api_key_env": KEY_ENV,
+                "base_url": server.base_url,
+                "prompt_caching": caching,
+                "max_retries": 0,
+            },  # fmt: skip
+            solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
+            results_dir=work / f"{model}-{runner}-{n}-{caching}",
+            progress=False,
+        )
+        result = await evaluate(config, out=io.StringIO())
+        requests = len(server.requests)
+    usage = result.metrics["usage"]
+    return {"usage": usage, "billed_equivalent": billed(usage), "requests": requests, "examples": result.metrics["n"]}
+
+
+async def run_all(work: Path) -> dict[str, Any]:
+    rows = []
+    for model in MODELS:
+        for runner in ("text", "tool_use"):
+            for scope, n in (("episode", 1), ("run", 100)):
+                on = await measure(model, runner, n, True, work)
+                off = await measure(model, runner, n, False, work)
+                ratio = on["billed_equivalent"] / off["billed_equivalent"]
+                rows.append({"model": model, "min_cache_tokens": min_cache_tokens(model), "runner": runner,
+                             "scope": scope, "questions": n, "on": on, "off": off, "ratio": ratio})  # fmt: skip
+                print(f"{model} {runner} {scope}: on/off {ratio:.3f}", flush=True)
+    return {"rows": rows}
+
+
+def checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        if row["model"] == MODELS[0]:
+            out.append({"name": f"{row['runner']} {row['scope']}: billed input on/off ({row['model']})",
+                        "value": round(row["ratio"], 4), "goal": f"<= {GOALS[row['scope']]}",
+                        "ok": row["ratio"] <= GOALS[row["scope"]]})  # fmt: skip
+    worst = max(rows, key=lambda r: r["ratio"])
+    out.append({"name": "caching never dearer than no caching (every configuration)",
+                "value": round(worst["ratio"], 4), "goal": "<= 1.0", "ok": worst["ratio"] <= 1.0})  # fmt: skip
+    return out
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        "# Prompt caching: billed-equivalent input tokens, on vs off",
+        "",
+        f"Measured {result['date']} by `python scripts/bench_tokens.py` ({result['environment']}).",
+        "HotpotQA ReAct, 7 steps every episode (a model that keeps searching), real SDK against the",
+        "project's Messages API server with Anthropic's documented cache rules. Billed-equivalent",
+        "input = uncached + 1.25 x writes + 0.1 x reads.",
+        "",
+        "| model (min cacheable) | runner | scope | requests | on: uncached / written / read | on | off | on/off |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in result["rows"]:
+        u = r["on"]["usage"]
+        parts = f"{u['input_tokens']} / {u['cache_creation_input_tokens']} / {u['cache_read_input_tokens']}"
+        lines.append(
+            f"| {r['model']} ({r['min_cache_tokens']}) | {r['runner']} | {r['scope']} ({r['questions']} q) | "
+            f"{r['on']['requests']} | {parts} | {r['on']['billed_equivalent']:.0f} | "
+            f"{r['off']['billed_equivalent']:.0f} | {r['ratio']:.3f} |"
+        )
+    lines += ["", "## Checks", "", "| check | value | goal | ok |", "| --- | ---: | --- | --- |"]
+    lines += [f"| {c['name']} | {c['value']} | {c['goal']} | {'yes' if c['ok'] else 'NO'} |" for c in result["checks"]]
+    lines += [
+        "",
+        "Breakpoints sit where the next request repeats the prompt: after the exemplars (shared by",
+        "every question) and after the newest step (read by the next step). A breakpoint whose",
+        "prefix is below the model's minimum cacheable length is not sent (the API would not cache",
+        "it); the last write of each episode is the only one never read.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=Path, default=REPO / "results" / "bench")
+    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/react-bench-bench-tokens"))
+    args = parser.parse_args(argv)
+    os.environ.setdefault(KEY_ENV, "bench-key-not-real")
+    import shutil
+
+    shutil.rmtree(args.work_dir, ignore_errors=True)
+    result = asyncio.run(run_all(args.work_dir))
+    result["date"] = dt.date.today().isoformat()
+    result["environment"] = f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores"
+    result["checks"] = checks(result["rows"])
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "tokens.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.out_dir / "tokens.md").write_text(render(result))
+    print(render(result))
+    return 0 if all(c["ok"] for c in result["checks"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
