@@ -31,9 +31,10 @@ from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import capabilities_to_dict, make_model
 from react_bench.models.base import ModelClient
+from react_bench.models.cache import CachedModel
 from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.counting import counting_scope
 from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
-from react_bench.models.retrying import retry_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction, load_prompt
 from react_bench.results import summarize
@@ -52,6 +53,13 @@ class RunResult:
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
     s = cfg.solve
     return rundir.run_dir_path(cfg.results_dir, cfg.task.name, cfg.model_label, s.mode, s.runner, run_id)
+
+
+def with_request_cache(model: ModelClient, cfg: RunConfig) -> ModelClient:
+    """The on-disk request cache around models worth caching (not the scripted or replay ones)."""
+    if cfg.request_cache == "off" or cfg.model.get("provider") not in ("anthropic", "openai", "local"):
+        return model
+    return CachedModel(model, mode=cfg.request_cache)
 
 
 def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
@@ -92,7 +100,7 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
     examples = task.examples(cfg.task)
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
         print(f"coverage: {task.coverage.summary()}", file=out)
-    model = RecordingModel(make_model(cfg.model))
+    model = RecordingModel(with_request_cache(make_model(cfg.model), cfg))
     prompts = build_prompts(cfg)
     env_factory = None
     if MODE_SPECS[cfg.solve.mode].needs_env:
@@ -172,12 +180,14 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
         nonlocal finished
         async with semaphore:
             sink = None if on_event is None else functools.partial(on_event, example.id)
-            with example_scope(example.id) as calls, retry_scope() as retries:
+            with example_scope(example.id) as calls, counting_scope() as (counts, cached):
                 outcome = await solver.solve(example.question, sink)
             scores = task.score(outcome.prediction, example.gold)
             record = example_record(example, outcome, scores, task.primary_metric)
-            record["retries"] = retries[0]  # transient faults survived (models.retrying)
-            usages = [c.usage for c in calls if isinstance(c, ModelResponse)]
+            record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
+            record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
+            # a response served from the request cache was paid for by an earlier run
+            usages = [c.usage for c in calls if isinstance(c, ModelResponse) and c.id not in cached]
             record["cost_usd"] = calls_cost_usd(solver.model.name, usages)  # None: a price is unknown
             async with write_lock:
                 rundir.append(run_dir / rundir.EXAMPLES, record)

@@ -69,6 +69,9 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
     metrics["errors"] = sum(1 for r in records if r["reason"] == "error")
     metrics["errored_ids"] = [r["id"] for r in records if r["reason"] == "error"]
     metrics["retries"] = sum(int(r.get("retries") or 0) for r in records)
+    metrics["request_cache"] = {
+        k: sum(int((r.get("request_cache") or {}).get(k) or 0) for r in records) for k in ("hits", "misses")
+    }
     metrics["replaced_chars"] = sum(int(r.get("replaced_chars") or 0) for r in records)
     metrics["bad_calls"] = sum(int(r.get("bad_calls", 0)) for r in records)
     metrics["repairs"] = dict(sum((Counter(r.get("repairs") or {}) for r in records), Counter()))

@@ -26,6 +26,7 @@ from react_bench.console import Show, check_show
 from react_bench.errors import ConfigError
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
+from react_bench.models.cache import CacheMode
 from react_bench.modes import SolveSettings
 from react_bench.rundir import check_run_id
 from react_bench.tasks.base import TaskConfig
@@ -63,6 +64,7 @@ class RunConfig:
     concurrency: int = 1
     progress: bool = True
     show: Show = "summary"  # summary | trajectories | none (console.py)
+    request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
     @property
@@ -96,6 +98,7 @@ class RunConfig:
             concurrency=concurrency,
             progress=_bool(cfg, "progress", True),
             show=check_show(str(cfg.get("show") or "summary")),
+            request_cache=_cache_mode(cfg.get("cache", True)),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
 
@@ -145,6 +148,18 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
         tool_max_tokens=_int(runner, "max_tokens", 1024),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
     )
+
+
+def _cache_mode(value: Any) -> CacheMode:
+    match value:
+        case True | "on":
+            return "on"
+        case False | "off":
+            return "off"
+        case "refresh":
+            return "refresh"
+        case _:
+            raise ConfigError(f"cache={value!r}: choose true, false or refresh")
 
 
 def _bool(values: Mapping[str, Any], key: str, default: bool = False) -> bool:
@@ -197,9 +212,13 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str) -> dict[str, Any]:
 # Settings that may differ when a run is resumed or replayed: they cannot change an answer.
 OPERATIONAL_KEYS = frozenset(
     {"label", "default_n", "max_retries", "retry_backoff_s", "timeout_s", "n_threads", "n_threads_batch"}
+    | {"requests_per_minute", "tokens_per_minute"}
     | {"user_agent", "max_attempts", "backoff_s", "store", "script"}
 )  # "script": a scripted model (a test tool) continues a resumed run from a new script
-RUN_KEYS = frozenset({"resume", "run_id", "results_dir", "retry_errors", "progress", "concurrency", "show"})
+RUN_KEYS = frozenset(
+    {"resume", "run_id", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
+    | {"dry_run", "max_cost_usd", "batch"}
+)
 REQUESTED = "requested"  # in a resolved mapping: what the command asked for, before resolution
 
 

@@ -76,6 +76,7 @@ async def measure(model: str, runner: str, n: int, caching: bool, work: Path) ->
             },  # fmt: skip
             solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
             results_dir=work / f"{model}-{runner}-{n}-{caching}",
+            request_cache="off",  # every request really goes to the server
             progress=False,
         )
         result = await evaluate(config, out=io.StringIO())

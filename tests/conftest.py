@@ -51,3 +51,9 @@ def wiki(tmp_path_factory: pytest.TempPathFactory) -> LocalWiki:
     path = tmp_path_factory.mktemp("wiki") / "tiny.sqlite"
     build_wiki(iter(PAGES), path)
     return LocalWiki(path)
+
+
+@pytest.fixture(autouse=True)
+def _private_request_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test gets its own request cache (models/cache.py): no test is served another's answers."""
+    monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path_factory.mktemp("requests")))

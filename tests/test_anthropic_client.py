@@ -29,7 +29,8 @@ from react_bench.models.base import (
 )
 from react_bench.models.capabilities import capabilities_for, cost_usd, known_models, model_info
 from react_bench.models.collector import collect
-from react_bench.models.retrying import RetryingModel, retry_scope
+from react_bench.models.counting import counting_scope
+from react_bench.models.retrying import RetryingModel
 from react_bench.testing.messages_server import (
     Dropped,
     Fault,
@@ -197,14 +198,14 @@ async def test_faults_and_cut_streams_are_retried_honouring_retry_after(
         Reply.text("Recovered."),
     )
     waits: list[float] = []
-    with retry_scope() as retries:
+    with counting_scope() as (counts, _):
         response = await generate(retrying(make(), waits, max_retries=5), ask())
     assert response.text == "Recovered."  # nothing of the partial streams leaked in
     assert [r.status for r in server.requests] == [529, 429, 200, 200, 200, 200]
     assert {r.headers["x-stainless-retry-count"] for r in server.requests} == {"0"}  # the SDK does not retry
     assert waits[:2] == [0.005, 0.25]  # the server's retry-after-ms and retry-after
     assert all(0 < w <= 0.001 * 2**k for k, w in enumerate(waits) if k >= 2)  # jittered exponential backoff
-    assert retries == [5]
+    assert counts["retries"] == 5
 
 
 async def test_retries_run_out_into_a_retryable_model_error(

@@ -38,6 +38,7 @@ def run_config(server: MessagesServer, results: Path, runner: str, **extra: obje
         results_dir=results,
         concurrency=8,
         progress=False,
+        request_cache="off",  # the faulty run must really call the server
         **extra,  # type: ignore[arg-type]
     )
 

@@ -4,8 +4,10 @@ The mapping is a model config group file (``configs/model/*.yaml``) as a dict: `
 selects the module, ``label`` names the model in result paths, ``default_n`` is how many
 examples a run takes when ``n`` is not given (the tiny local model: a handful),
 ``max_retries`` / ``retry_backoff_s`` configure the retry layer that wraps the network
-providers (``models.retrying``: ``RetryingModel(AnthropicClient)``), and the other keys are
-the provider config dataclass's fields; an unknown key is an error.
+providers, ``requests_per_minute`` / ``tokens_per_minute`` the rate limiter inside it
+(``RetryingModel(LimitedModel(AnthropicClient))``; the request cache goes around it all, in
+``evaluate``), and the other keys are the provider config dataclass's fields; an unknown key
+is an error.
 Provider modules are imported lazily, so a missing optional dependency (llama-cpp-python)
 only matters when that provider is chosen.
 """
@@ -23,7 +25,8 @@ from react_bench.models.base import ModelCapabilities, ModelClient
 
 PROVIDERS = ("local", "anthropic", "openai", "replay", "scripted")
 META_KEYS = ("provider", "label", "default_n")
-RETRY_KEYS = ("max_retries", "retry_backoff_s")  # the retry layer's, not the provider's
+# the model layers' settings (retries, rate limits), not the provider's
+RETRY_KEYS = ("max_retries", "retry_backoff_s", "requests_per_minute", "tokens_per_minute")
 
 
 def typed_config(cls: type, values: Mapping[str, Any]) -> Any:
@@ -39,12 +42,15 @@ def make_model(config: Mapping[str, Any]) -> ModelClient:
     provider = config.get("provider")
     values = {k: v for k, v in config.items() if k not in META_KEYS + RETRY_KEYS}
     if provider in ("anthropic", "openai"):
+        from react_bench.models.cache import LimitedModel
         from react_bench.models.retrying import RetryingModel
 
+        client = _network_client(provider, values)
+        rpm, tpm = config.get("requests_per_minute"), config.get("tokens_per_minute")
+        if rpm or tpm:  # inside the retries: every attempt is paced
+            client = LimitedModel(client, float(rpm) if rpm else None, float(tpm) if tpm else None)
         return RetryingModel(
-            _network_client(provider, values),
-            max_retries=int(config.get("max_retries", 4)),
-            backoff_s=float(config.get("retry_backoff_s", 1.0)),
+            client, max_retries=int(config.get("max_retries", 4)), backoff_s=float(config.get("retry_backoff_s", 1.0))
         )
     if provider == "local":
         from react_bench.models.local import LocalConfig, LocalModel

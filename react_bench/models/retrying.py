@@ -19,34 +19,19 @@ Why hold the events: a cut stream has already shown some text; passing it on wou
 the loop see a response that never existed. The cost is that text reaches the console per
 response rather than per token for network models.
 
-Retries are counted per example through a context variable (``retry_scope``), the way
-``replay.example_scope`` tracks calls, so concurrent examples never mix their counts.
+Retries are counted per example (``counting.count("retries")``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from react_bench.events import MessageStop, StreamEvent
 from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelRequest
-
-_RETRIES: ContextVar[list[int] | None] = ContextVar("react_bench_retries", default=None)
-
-
-@contextmanager
-def retry_scope() -> Iterator[list[int]]:
-    """Within this scope, retries are counted in the yielded one-element list."""
-    counter = [0]
-    token = _RETRIES.set(counter)
-    try:
-        yield counter
-    finally:
-        _RETRIES.reset(token)
+from react_bench.models.counting import count
 
 
 class StreamCut(ModelError):
@@ -94,9 +79,7 @@ class RetryingModel:
                     raise
                 await self.sleep(self._delay(attempt, exc.retry_after))
                 attempt += 1
-                counter = _RETRIES.get()
-                if counter is not None:
-                    counter[0] += 1
+                count("retries")
                 continue
             for event in events:
                 yield event

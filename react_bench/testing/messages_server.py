@@ -26,9 +26,10 @@ import json
 import random
 import socket
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -76,6 +77,7 @@ class RecordedRequest:
     headers: dict[str, str]
     body: dict[str, Any]
     status: int = 0
+    received: float = field(default_factory=time.monotonic)  # when it arrived (rate-limit checks)
 
 
 @dataclass(frozen=True)

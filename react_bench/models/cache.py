@@ -1,0 +1,178 @@
+"""Two model layers that save money: an on-disk request cache and a client-side rate limiter.
+
+``CachedModel`` (``cache=true``, the default; ``cache=false`` bypasses it, ``cache=refresh``
+asks the model again and overwrites): a complete response is stored on disk, keyed by the
+whole request (the client's kind and model name, messages, prompt, system, tools, tool choice,
+every sampling setting, stops, thinking, cache points) plus the sample index, so a rerun of
+the same configuration makes no model call while CoT-SC's samples at temperature 0.7 stay
+distinct calls. Only complete responses are stored, never failures. An entry that cannot be
+read (a damaged file) is a miss and is overwritten, never a crash. Entries live under
+``$REACT_BENCH_REQUEST_CACHE`` (default ``~/.cache/react-bench/requests``), one JSON file
+each, written atomically. Hits and misses are counted per example; a hit costs nothing.
+
+``LimitedModel`` (``model.requests_per_minute``, ``model.tokens_per_minute``): one limiter
+shared by every concurrent example of a run. Requests are paced evenly (a request every
+``60 / requests_per_minute`` seconds, and ``60 * input tokens / tokens_per_minute`` seconds
+for its estimated input), so no one-minute window can hold more than the limits; a
+``retry-after`` from the API is honoured by the retry layer beneath.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+import os
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from react_bench.events import StreamEvent
+from react_bench.models.base import ModelCapabilities, ModelClient, ModelRequest
+from react_bench.models.collector import ResponseCollector, response_to_events
+from react_bench.models.counting import count, served_from_cache
+from react_bench.types import response_from_dict, response_to_dict
+
+CacheMode = Literal["on", "off", "refresh"]
+
+
+def default_request_cache_dir() -> Path:
+    env = os.environ.get("REACT_BENCH_REQUEST_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "react-bench" / "requests"
+
+
+# client settings that cannot change a response (where and how patiently it is asked)
+_NOT_IN_KEY = frozenset({"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch"})
+
+
+def request_key(client: object, model: str, request: ModelRequest) -> str:
+    config = getattr(client, "config", None)
+    settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
+    data = {
+        "client": type(client).__name__,
+        "settings": {k: v for k, v in settings.items() if k not in _NOT_IN_KEY},  # e.g. prompt_caching
+        "model": model,
+        "request": dataclasses.asdict(request),
+    }
+    text = json.dumps(data, sort_keys=True, default=sorted, ensure_ascii=True)  # frozensets: sorted lists
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class CachedModel:
+    inner: ModelClient
+    directory: Path = field(default_factory=default_request_cache_dir)
+    mode: CacheMode = "on"
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self.inner.capabilities
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.inner.not_applied(request)
+
+    def path(self, request: ModelRequest) -> Path:
+        key = request_key(self._innermost(), self.inner.name, request)
+        return self.directory / key[:2] / f"{key}.json"
+
+    def _innermost(self) -> object:
+        inner: object = self.inner
+        while hasattr(inner, "inner"):
+            inner = inner.inner
+        return inner
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        path = self.path(request)
+        if self.mode == "on":
+            stored = _read(path)
+            if stored is not None:
+                count("cache_hits")
+                served_from_cache(stored.id)
+                for event in response_to_events(stored):
+                    yield event
+                return
+        events = [event async for event in self.inner.stream(request)]
+        count("cache_misses")
+        collector = ResponseCollector()
+        for event in events:
+            collector.feed(event)
+        _write(path, response_to_dict(collector.response()))
+        for event in events:
+            yield event
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def _read(path: Path):  # -> ModelResponse | None
+    try:
+        return response_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):  # damaged: a miss, overwritten below
+        return None
+
+
+def _write(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass
+class LimitedModel:
+    inner: ModelClient
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    _next: float = 0.0
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self.inner.capabilities
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.inner.not_applied(request)
+
+    def interval(self, request: ModelRequest) -> float:
+        gap = 0.0
+        if self.requests_per_minute:
+            gap = 60.0 / self.requests_per_minute
+        if self.tokens_per_minute:
+            gap = max(gap, 60.0 * estimate_input_tokens(request) / self.tokens_per_minute)
+        return gap
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        async with self._lock:  # one queue for the run: FIFO, shared by all examples
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval(request)
+        if start > now:
+            await asyncio.sleep(start - now)
+        async for event in self.inner.stream(request):
+            yield event
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def estimate_input_tokens(request: ModelRequest) -> int:
+    """About four characters a token, over everything the request sends."""
+    data = dataclasses.asdict(request)
+    return max(1, len(json.dumps(data, default=sorted, ensure_ascii=False)) // 4)

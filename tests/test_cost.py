@@ -1,0 +1,80 @@
+"""Cost under control: the request cache, the rate limiter, dry runs and budgets."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from react_bench.evaluate import evaluate
+from react_bench.modes import SolveSettings
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig
+from react_bench.testing.messages_server import MessagesServer, Reply
+from tests.support_oracle import Oracle, gold_answers
+
+KEY_ENV = "REACT_BENCH_TEST_COST_KEY"
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+
+
+def claude(server: MessagesServer, tmp_path: Path, run_id: str, n: int = 3, **extra: object) -> RunConfig:
+    solve = extra.pop("solve", SolveSettings(mode="react"))
+    model = {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key_env": KEY_ENV,
+             "base_url": server.base_url, "max_retries": 0, **extra.pop("model", {})}  # type: ignore[dict-item]  # fmt: skip
+    return RunConfig(task=TaskConfig(name="hotpotqa", n=n), model=model, solve=solve,  # type: ignore[arg-type]
+                     results_dir=tmp_path, run_id=run_id, progress=False, **extra)  # type: ignore[arg-type]  # fmt: skip
+
+
+def records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "examples.jsonl").read_text().splitlines()]
+
+
+async def test_a_cached_rerun_makes_no_request_and_costs_nothing(tmp_path, key):
+    with MessagesServer(responder=Oracle(gold_answers(3))) as server:
+        first = await evaluate(claude(server, tmp_path, "a"), out=io.StringIO())
+        sent = len(server.requests)
+        again = await evaluate(claude(server, tmp_path, "b"), out=io.StringIO())
+        assert len(server.requests) == sent == 6  # two calls per question, none on the rerun
+        refreshed = await evaluate(claude(server, tmp_path, "c", request_cache="refresh"), out=io.StringIO())
+        assert len(server.requests) == 2 * sent  # refresh asks again
+    assert [r["prediction"] for r in records(again.run_dir)] == [r["prediction"] for r in records(first.run_dir)]
+    assert again.metrics["request_cache"] == {"hits": 6, "misses": 0}
+    assert first.metrics["request_cache"] == {"hits": 0, "misses": 6}
+    assert again.metrics["cost_usd"]["total"] == 0.0 < first.metrics["cost_usd"]["total"]
+    assert refreshed.metrics["request_cache"]["misses"] == 6
+
+
+async def test_cot_sc_samples_are_distinct_requests_and_a_damaged_entry_is_a_miss(tmp_path, key):
+    from react_bench.models.cache import default_request_cache_dir
+
+    answers = iter(f"Thought: reasoning {i}.\nAnswer: {'yes' if i % 3 else 'no'}" for i in range(100))
+    with MessagesServer(responder=lambda body: Reply.text(next(answers))) as server:
+        first = await evaluate(claude(server, tmp_path, "a", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO())
+        assert len(server.requests) == 21  # 21 samples at 0.7: 21 calls, whatever their bodies
+        (record,) = records(first.run_dir)
+        assert len(record["samples"]) == 21
+        entries = sorted(default_request_cache_dir().rglob("*.json"))
+        assert len(entries) == 21
+        entries[0].write_text("{ not json")  # a damaged entry
+        again = await evaluate(claude(server, tmp_path, "b", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO())
+        assert len(server.requests) == 22  # only the damaged one was asked again
+    (rerun,) = records(again.run_dir)
+    assert rerun["request_cache"] == {"hits": 20, "misses": 1}
+
+
+async def test_the_limiter_holds_requests_per_minute_against_the_server(tmp_path, key):
+    with MessagesServer(responder=Oracle(gold_answers(6))) as server:
+        config = claude(server, tmp_path, "r", n=6, concurrency=6, request_cache="off",
+                        model={"requests_per_minute": 600})  # fmt: skip
+        await evaluate(config, out=io.StringIO())
+        times = sorted(r.received for r in server.requests)
+    assert len(times) == 12
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= 0.1 - 0.02  # evenly paced: 600 a minute is one every 0.1 s, even at concurrency 6
+    assert times[-1] - times[0] >= 11 * 0.1 - 0.05
