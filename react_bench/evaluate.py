@@ -37,7 +37,7 @@ from react_bench.models.counting import counting_scope
 from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction, load_prompt
-from react_bench.results import summarize
+from react_bench.results import read_records, summarize
 from react_bench.runconfig import OPERATIONAL_KEYS, RunConfig
 from react_bench.tasks import Example, load_task
 from react_bench.types import ModelResponse
@@ -48,6 +48,7 @@ class RunResult:
     run_dir: Path
     metrics: dict[str, Any]
     n_new: int
+    n_over_budget: int = 0  # examples not started because max_cost_usd would have been passed
 
 
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
@@ -122,6 +123,8 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
     run_id = cfg.run_id or new_run_id()
     run_dir = run_dir_for(cfg, run_id)
+    if cfg.dry_run:
+        return _dry_run(cfg, model, solver, examples, run_dir, out)
     done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=fingerprint)
     header = {
         "run_id": run_id,
@@ -142,8 +145,9 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
     for line in header["not_applied"]:
         print(f"note: {model.name} does not take {line}; the run records it as not applied", file=out)
     todo = [e for e in examples if e.id not in done]
+    budget = Budget.start(cfg, model, solver, run_dir, todo) if cfg.max_cost_usd is not None and todo else None
     try:
-        n_new = await _run_examples(cfg, task, solver, todo, run_dir, len(done), len(examples), out, on_event)
+        n_new = await _run_examples(cfg, task, solver, todo, run_dir, len(done), len(examples), out, on_event, budget)
     finally:
         if env_factory is not None:
             env_factory.close()
@@ -151,15 +155,95 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
         if close is not None:
             await close()
     metrics = summarize(run_dir, task)
+    over = len(budget.skipped) if budget is not None else 0
+    metrics["over_budget"] = over
     rundir.write_json(run_dir / rundir.METRICS, metrics)
-    return RunResult(run_dir, metrics, n_new)
+    return RunResult(run_dir, metrics, n_new, over)
+
+
+@dataclass
+class Budget:
+    """``max_cost_usd``: an example starts only if what is spent, what is in flight and its own
+    estimate stay within the budget. The estimate is the mean cost of the examples finished so
+    far, or before any has finished, the dry-run estimate (an upper bound)."""
+
+    limit: float
+    spent: float
+    first_estimate: float
+    finished: list[float]
+    in_flight: dict[str, float]
+    skipped: list[str]
+
+    @staticmethod
+    def start(cfg: RunConfig, model: ModelClient, solver: Solver, run_dir: Path, todo: list[Example]) -> Budget:
+        from react_bench.estimate import estimate_example
+        from react_bench.types import Usage
+
+        if calls_cost_usd(model.name, [Usage(input_tokens=1, output_tokens=1)]) is None:
+            raise ConfigError(f"max_cost_usd: {model.name} has no price in the capability table; a budget needs one")
+        spent = [r.get("cost_usd") or 0.0 for r in read_records(run_dir)]
+        caching, minimum = _caching(cfg)
+        first = estimate_example(solver, todo[0].question, caching=caching, minimum=minimum, exemplars_cached=False)
+        estimate = calls_cost_usd(model.name, [first.usage]) or 0.0
+        assert cfg.max_cost_usd is not None
+        return Budget(cfg.max_cost_usd, float(sum(spent)), estimate, [], {}, [])
+
+    def admit(self, example_id: str) -> bool:
+        estimate = sum(self.finished) / len(self.finished) if self.finished else self.first_estimate
+        if self.spent + sum(self.in_flight.values()) + estimate > self.limit:
+            self.skipped.append(example_id)
+            return False
+        self.in_flight[example_id] = estimate
+        return True
+
+    def done(self, example_id: str, cost: float | None) -> None:
+        self.in_flight.pop(example_id, None)
+        self.spent += cost or 0.0
+        self.finished.append(cost or 0.0)
+
+
+def _caching(cfg: RunConfig) -> tuple[bool, int]:
+    """Whether the model caches prompts as configured, and its minimum cacheable length."""
+    if cfg.model.get("provider") != "anthropic" or not cfg.model.get("prompt_caching", True):
+        return False, 0
+    from react_bench.models.capabilities import min_cache_tokens
+
+    return True, min_cache_tokens(str(cfg.model.get("name")))
+
+
+def _dry_run(cfg: RunConfig, model: ModelClient, solver: Solver, examples: list[Example], run_dir: Path,
+             out: TextIO) -> RunResult:  # fmt: skip
+    """No model call: the first request as the API would get it, and the run's estimate."""
+    from react_bench.estimate import estimate_run, wire_request
+
+    caching, minimum = _caching(cfg)
+    estimate = estimate_run(solver, [e.question for e in examples], caching=caching, minimum=minimum)
+    cost = calls_cost_usd(model.name, [estimate.usage])
+    rundir.prepare(run_dir, resume=False, retry_errors=False, fingerprint="", dry_run=True)
+    first = solver.probe_requests(examples[0].question)[0] if examples else None
+    if first is not None:
+        rundir.write_json(run_dir / "dry_run_request.json", wire_request(model, first))
+    u = estimate.usage
+    summary = {"examples": len(examples), "calls_at_most": estimate.calls, "usage": u.to_dict(), "cost_usd": cost,
+               "caching": caching, "note": "upper bound: every episode runs to the step cap"}  # fmt: skip
+    rundir.write_json(run_dir / "dry_run.json", summary)
+    cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
+    print(
+        f"dry run (no model call): {len(examples)} examples, at most {estimate.calls} calls, about "
+        f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
+        f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
+        f"estimated cost {cost_text} (an upper bound: every episode to the step cap).\n"
+        f"first request: {run_dir / 'dry_run_request.json'}",
+        file=out,
+    )
+    return RunResult(run_dir, {"dry_run": summary, "errors": 0}, 0)
 
 
 def new_run_id() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
 
 
-async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event) -> int:
+async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event, budget=None) -> int:
     semaphore = asyncio.Semaphore(cfg.concurrency)
     write_lock = asyncio.Lock()
     cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
@@ -179,6 +263,8 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
     async def one(example: Example) -> None:
         nonlocal finished
         async with semaphore:
+            if budget is not None and not budget.admit(example.id):
+                return  # left for a resumed run with a larger budget
             sink = None if on_event is None else functools.partial(on_event, example.id)
             with example_scope(example.id) as calls, counting_scope() as (counts, cached):
                 outcome = await solver.solve(example.question, sink)
@@ -189,6 +275,8 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
             # a response served from the request cache was paid for by an earlier run
             usages = [c.usage for c in calls if isinstance(c, ModelResponse) and c.id not in cached]
             record["cost_usd"] = calls_cost_usd(solver.model.name, usages)  # None: a price is unknown
+            if budget is not None:
+                budget.done(example.id, record["cost_usd"])
             async with write_lock:
                 rundir.append(run_dir / rundir.EXAMPLES, record)
                 rundir.append(run_dir / rundir.CALLS, cassette_line(example.id, calls, cassette_kind))

@@ -64,6 +64,8 @@ class RunConfig:
     concurrency: int = 1
     progress: bool = True
     show: Show = "summary"  # summary | trajectories | none (console.py)
+    dry_run: bool = False  # no model call: the first request and the run's estimate (estimate.py)
+    max_cost_usd: float | None = None  # a budget: no example starts once it would be passed
     request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
@@ -99,6 +101,8 @@ class RunConfig:
             progress=_bool(cfg, "progress", True),
             show=check_show(str(cfg.get("show") or "summary")),
             request_cache=_cache_mode(cfg.get("cache", True)),
+            dry_run=_bool(cfg, "dry_run"),
+            max_cost_usd=_budget(cfg.get("max_cost_usd")),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
 
@@ -148,6 +152,18 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
         tool_max_tokens=_int(runner, "max_tokens", 1024),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
     )
+
+
+def _budget(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        budget = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"max_cost_usd={value!r}: expected an amount in USD") from None
+    if not budget > 0:
+        raise ConfigError(f"max_cost_usd={value!r}: must be more than 0")
+    return budget
 
 
 def _cache_mode(value: Any) -> CacheMode:

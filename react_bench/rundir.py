@@ -61,9 +61,15 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str) -> set[str]:
-    """Create the run folder, or continue it: the ids already finished there."""
-    if run_dir.is_dir() and any(run_dir.iterdir()):
+DRY_RUN_FILES = frozenset({"dry_run_request.json", "dry_run.json"})
+
+
+def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str, dry_run: bool = False) -> set[str]:
+    """Create the run folder, or continue it: the ids already finished there. A folder that
+    holds only a dry run's files counts as new."""
+    if run_dir.is_dir() and any(p.name not in DRY_RUN_FILES for p in run_dir.iterdir()):
+        if dry_run:
+            raise ConfigError(f"{run_dir} holds a run; a dry run needs a new run_id")
         if not resume:
             raise ConfigError(f"{run_dir} exists; add resume=true to continue it, or choose another run_id")
         if read_run_json(run_dir)["fingerprint"] != fingerprint:

@@ -8,7 +8,8 @@ runner, model, wiki), resolves resume and replay against the recorded run
 Exit codes: 0 all examples answered (right or wrong); 2 a setting or the data is unusable
 (one line naming it, nothing written); 3 the run finished but some examples ended in an
 error (a fault that outlived the retries): the line printed last reruns exactly those;
-130 interrupted (Ctrl-C): the line printed resumes the run.
+4 the budget (``max_cost_usd``) stopped the run before every example: the line printed
+finishes it; 130 interrupted (Ctrl-C): the line printed resumes the run.
 """
 
 from __future__ import annotations
@@ -76,10 +77,19 @@ def main(cfg: DictConfig) -> None:
             file=sys.stderr,
         )
         sys.exit(130)
+    if run_cfg.dry_run:
+        return
     if run_cfg.show != "none":
         print()
         print(format_table(result.metrics, run_cfg.task.name))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
+    if result.n_over_budget:
+        print(
+            f"\nbudget: {result.n_over_budget} example(s) not started (max_cost_usd={run_cfg.max_cost_usd} would have "
+            f"been passed); finish them with:\n  python scripts/eval.py resume={result.run_dir} max_cost_usd=<more>",
+            file=sys.stderr,
+        )
+        sys.exit(4)
     if result.metrics["errors"]:
         print(
             f"\n{result.metrics['errors']} example(s) ended in an error (see examples.jsonl, reason 'error'); "

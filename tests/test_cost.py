@@ -55,14 +55,18 @@ async def test_cot_sc_samples_are_distinct_requests_and_a_damaged_entry_is_a_mis
 
     answers = iter(f"Thought: reasoning {i}.\nAnswer: {'yes' if i % 3 else 'no'}" for i in range(100))
     with MessagesServer(responder=lambda body: Reply.text(next(answers))) as server:
-        first = await evaluate(claude(server, tmp_path, "a", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO())
+        first = await evaluate(
+            claude(server, tmp_path, "a", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO()
+        )
         assert len(server.requests) == 21  # 21 samples at 0.7: 21 calls, whatever their bodies
         (record,) = records(first.run_dir)
         assert len(record["samples"]) == 21
         entries = sorted(default_request_cache_dir().rglob("*.json"))
         assert len(entries) == 21
         entries[0].write_text("{ not json")  # a damaged entry
-        again = await evaluate(claude(server, tmp_path, "b", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO())
+        again = await evaluate(
+            claude(server, tmp_path, "b", n=1, solve=SolveSettings(mode="cot_sc")), out=io.StringIO()
+        )
         assert len(server.requests) == 22  # only the damaged one was asked again
     (rerun,) = records(again.run_dir)
     assert rerun["request_cache"] == {"hits": 20, "misses": 1}
@@ -78,3 +82,34 @@ async def test_the_limiter_holds_requests_per_minute_against_the_server(tmp_path
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert min(gaps) >= 0.1 - 0.02  # evenly paced: 600 a minute is one every 0.1 s, even at concurrency 6
     assert times[-1] - times[0] >= 11 * 0.1 - 0.05
+
+
+async def test_dry_run_sends_nothing_and_writes_the_first_request_the_run_sends(tmp_path, key):
+    with MessagesServer(responder=Oracle(gold_answers(2))) as server:
+        dry = await evaluate(claude(server, tmp_path, "d", n=2, dry_run=True), out=(out := io.StringIO()))
+        assert server.requests == []  # no model call
+        assert "dry run (no model call): 2 examples, at most 14 calls" in out.getvalue()
+        estimate = json.loads((dry.run_dir / "dry_run.json").read_text())
+        assert estimate["cost_usd"] > 0 and estimate["usage"]["output_tokens"] == 14 * 100
+        written = json.loads((dry.run_dir / "dry_run_request.json").read_text())
+        real = await evaluate(claude(server, tmp_path, "d", n=2), out=io.StringIO())  # same folder: allowed
+        assert server.requests[0].body == written  # byte for byte what the API received first
+    assert real.metrics["n"] == 2
+
+
+async def test_the_budget_stops_a_run_and_resume_finishes_it(tmp_path, key):
+    n = 12
+    with MessagesServer(responder=Oracle(gold_answers(n))) as server:
+        single = await evaluate(claude(server, tmp_path, "one", n=1, dry_run=True), out=io.StringIO())
+        budget = json.loads((single.run_dir / "dry_run.json").read_text())["cost_usd"]  # one example's upper bound
+        stopped = await evaluate(claude(server, tmp_path, "b", n=n, request_cache="off", max_cost_usd=budget),
+                                 out=io.StringIO())  # fmt: skip
+        done = records(stopped.run_dir)
+        assert 1 <= len(done) < n and stopped.n_over_budget == n - len(done)
+        assert sum(r["cost_usd"] for r in done) <= budget  # never passed
+        resumed = await evaluate(
+            claude(server, tmp_path, "b", n=n, request_cache="off", max_cost_usd=10.0, resume=True), out=io.StringIO()
+        )
+    final = records(resumed.run_dir)
+    assert len(final) == n and len({r["id"] for r in final}) == n and resumed.n_over_budget == 0
+    assert resumed.metrics["em"]["mean"] == 1.0

@@ -1,0 +1,98 @@
+"""What a run will cost before it runs: ``dry_run=true``, and the budget's per-example estimate.
+
+A dry run makes no model call. For every example it builds the first request of each part
+of the mode (through the policies, exactly as the run would), and estimates the rest:
+
+- calls: one for Standard / CoT, ``cot_sc_samples`` for CoT-SC, ``max_steps`` for ReAct and Act
+  (an upper bound: every episode runs to the step cap; most end sooner);
+- input tokens: the first request's (about four characters a token), growing by
+  ``max_tokens`` + 150 tokens (the step and its observation) at every later step;
+- output tokens: ``max_tokens`` per call (an upper bound);
+- with prompt caching as configured (Claude, ``prompt_caching: true``): each call reads the
+  previous call's prompt and writes what it adds; an example's first call reads the exemplars
+  when an earlier example wrote them and they reach the model's minimum cacheable length.
+
+It prints tokens and cost for the whole run and writes the exact first request it would send,
+as the API would receive it, to ``dry_run_request.json`` in the run folder (the wire body for
+Claude models, the provider-neutral request otherwise), with the estimate in ``dry_run.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from react_bench.models.base import ModelClient, ModelRequest
+from react_bench.models.cache import estimate_input_tokens
+from react_bench.modes import Solver
+from react_bench.types import Usage
+
+OBSERVATION_TOKENS = 150
+
+
+def innermost(model: object) -> object:
+    while hasattr(model, "inner"):
+        model = model.inner
+    return model
+
+
+def wire_request(model: ModelClient, request: ModelRequest) -> dict[str, Any]:
+    """The body the API receives for ``request`` (Claude), else the request itself as JSON."""
+    client = innermost(model)
+    plan = getattr(client, "plan", None)
+    if plan is None:
+        return dataclasses.asdict(request)
+    arguments = dict(plan(request).arguments)
+    extra = arguments.pop("extra_body", {}) or {}
+    return {**arguments, **extra, "stream": True}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    calls: int
+    usage: Usage  # input split as it would be billed: plain, cache writes, cache reads
+
+    def __add__(self, other: Estimate) -> Estimate:
+        return Estimate(self.calls + other.calls, self.usage + other.usage)
+
+
+def _calls(solver: Solver, part: str) -> int:
+    s = solver.settings
+    return {"standard": 1, "cot": 1, "cot_sc": s.cot_sc_samples}.get(part, s.loop.max_steps)
+
+
+def estimate_example(solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool) -> Estimate:
+    total = Estimate(0, Usage())
+    growth = solver.settings.max_tokens + OBSERVATION_TOKENS
+    for part, request in zip(solver.spec.parts, solver.probe_requests(question), strict=True):
+        first = estimate_input_tokens(request)
+        shared = _shared_prefix_tokens(request)
+        previous = 0
+        for k in range(_calls(solver, part)):
+            tokens = first + (k * growth if part in ("react", "act") else 0)
+            if not caching or tokens < minimum:
+                usage = Usage(input_tokens=tokens)
+            else:
+                read = previous if previous >= minimum else (shared if exemplars_cached and shared >= minimum else 0)
+                usage = Usage(cache_creation_input_tokens=tokens - read, cache_read_input_tokens=read)
+            total = total + Estimate(1, usage + Usage(output_tokens=solver.settings.max_tokens))
+            previous = tokens
+    return total
+
+
+def _shared_prefix_tokens(request: ModelRequest) -> int:
+    """Tokens up to the first cache point (the exemplars every question shares)."""
+    if not request.cache_points or not request.messages:
+        return 0
+    message, block = request.cache_points[0]
+    blocks = request.messages[message].content[: block + 1]
+    return sum(len(getattr(b, "text", "")) for b in blocks) // 4
+
+
+def estimate_run(solver: Solver, questions: Sequence[str], *, caching: bool, minimum: int) -> Estimate:
+    total = Estimate(0, Usage())
+    for i, question in enumerate(questions):
+        total = total + estimate_example(solver, question, caching=caching, minimum=minimum, exemplars_cached=i > 0)
+    return total
