@@ -125,6 +125,13 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
     run_dir = run_dir_for(cfg, run_id)
     if cfg.dry_run:
         return _dry_run(cfg, model, solver, examples, run_dir, out)
+    if cfg.batch:
+        from react_bench.batch import batch_client
+
+        batch_client(model)  # a clear error before anything is written
+        if MODE_SPECS[cfg.solve.mode].first not in ("standard", "cot", "cot_sc"):
+            raise ConfigError(f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
+                              f"not mode={cfg.solve.mode}")  # fmt: skip
     done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=fingerprint)
     header = {
         "run_id": run_id,
@@ -145,6 +152,12 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
     for line in header["not_applied"]:
         print(f"note: {model.name} does not take {line}; the run records it as not applied", file=out)
     todo = [e for e in examples if e.id not in done]
+    if cfg.batch and todo:
+        from react_bench.batch import prefetch
+
+        totals = await prefetch(model, solver, [e.question for e in todo], run_dir, out, poll_s=cfg.batch_poll_s)
+        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
+              f"{totals['errored']} left to live calls", file=out)  # fmt: skip
     budget = Budget.start(cfg, model, solver, run_dir, todo) if cfg.max_cost_usd is not None and todo else None
     try:
         n_new = await _run_examples(cfg, task, solver, todo, run_dir, len(done), len(examples), out, on_event, budget)
@@ -259,6 +272,9 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
                 user_sink(example_id, event)
 
     finished = 0
+    from react_bench.batch import batch_response_ids
+
+    batched = batch_response_ids(run_dir)
 
     async def one(example: Example) -> None:
         nonlocal finished
@@ -272,9 +288,7 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
             record = example_record(example, outcome, scores, task.primary_metric)
             record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
             record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
-            # a response served from the request cache was paid for by an earlier run
-            usages = [c.usage for c in calls if isinstance(c, ModelResponse) and c.id not in cached]
-            record["cost_usd"] = calls_cost_usd(solver.model.name, usages)  # None: a price is unknown
+            record["cost_usd"] = _cost(solver.model.name, calls, cached, batched)
             if budget is not None:
                 budget.done(example.id, record["cost_usd"])
             async with write_lock:
@@ -299,6 +313,16 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
     finally:
         bar.close()
     return finished
+
+
+def _cost(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> float | None:
+    """What the example's calls cost in this run (None: a price is unknown). A response served
+    from the request cache was paid for by an earlier run, except one that a batch of this run
+    produced: that one at the Batches API's half price."""
+    responses = [c for c in calls if isinstance(c, ModelResponse)]
+    live = calls_cost_usd(model, [c.usage for c in responses if c.id not in cached])
+    batch = calls_cost_usd(model, [c.usage for c in responses if c.id in cached and c.id in batched])
+    return None if live is None or batch is None else live + 0.5 * batch
 
 
 def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> dict[str, Any]:

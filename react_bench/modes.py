@@ -223,6 +223,21 @@ class Solver:
                     assert_never(part)
         return requests
 
+    def single_call_requests(self, question: str) -> list[ModelRequest]:
+        """The requests of the mode's first part when it is made of single calls (Standard,
+        CoT, every CoT-SC sample), built exactly as the run sends them: what a batch executor
+        can submit ahead of the run. Empty for modes that act."""
+        match self.spec.first:
+            case "standard" | "cot":
+                return [self._answer_policy(question, self.spec.first, self._sampling()).first_request()]
+            case "cot_sc":
+                n = self.settings.cot_sc_samples
+                return [self._answer_policy(question, "cot", self._sampling(k)).first_request() for k in range(n)]
+            case "act" | "react":
+                return []
+            case _:
+                assert_never(self.spec.first)
+
     async def _part(self, part: Part, question: str, on_event: EventSink | None) -> Outcome:
         match part:
             case "standard" | "cot":

@@ -66,6 +66,8 @@ class RunConfig:
     show: Show = "summary"  # summary | trajectories | none (console.py)
     dry_run: bool = False  # no model call: the first request and the run's estimate (estimate.py)
     max_cost_usd: float | None = None  # a budget: no example starts once it would be passed
+    batch: bool = False  # single-call modes through the Message Batches API (batch.py)
+    batch_poll_s: float = 30.0
     request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
@@ -102,6 +104,8 @@ class RunConfig:
             show=check_show(str(cfg.get("show") or "summary")),
             request_cache=_cache_mode(cfg.get("cache", True)),
             dry_run=_bool(cfg, "dry_run"),
+            batch=_bool(cfg, "batch"),
+            batch_poll_s=float(cfg.get("batch_poll_s") or 30.0),
             max_cost_usd=_budget(cfg.get("max_cost_usd")),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
@@ -233,7 +237,7 @@ OPERATIONAL_KEYS = frozenset(
 )  # "script": a scripted model (a test tool) continues a resumed run from a new script
 RUN_KEYS = frozenset(
     {"resume", "run_id", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
-    | {"dry_run", "max_cost_usd", "batch"}
+    | {"dry_run", "max_cost_usd", "batch", "batch_poll_s"}
 )
 REQUESTED = "requested"  # in a resolved mapping: what the command asked for, before resolution
 

@@ -113,3 +113,55 @@ async def test_the_budget_stops_a_run_and_resume_finishes_it(tmp_path, key):
     final = records(resumed.run_dir)
     assert len(final) == n and len({r["id"] for r in final}) == n and resumed.n_over_budget == 0
     assert resumed.metrics["em"]["mean"] == 1.0
+
+
+def standard_oracle(golds: dict[str, str]):
+    from tests.support_oracle import question_of
+
+    # the extra line checks that the client-side stop (the re-ask's and Standard's "\n") is applied
+    return lambda body: Reply.text(f"{golds[question_of(body)]}\nQuestion: something else")
+
+
+def batch_config(server: MessagesServer, tmp_path: Path, run_id: str, **extra: object) -> RunConfig:
+    return claude(server, tmp_path, run_id, n=4, solve=SolveSettings(mode="standard"), batch=True, batch_poll_s=0.01,
+                  **extra)  # fmt: skip
+
+
+async def test_batch_submits_the_single_calls_and_the_run_is_served_from_it(tmp_path, key):
+    golds = gold_answers(4)
+    with MessagesServer(responder=standard_oracle(golds)) as server:
+        result = await evaluate(batch_config(server, tmp_path, "b"), out=io.StringIO())
+        live = [r for r in server.requests if r.path == "/v1/messages"]
+        assert len(server.batches) == 1 and live == []  # every answer came from the batch
+        (batch,) = server.batches.values()
+        assert len(batch.results) == 4 and batch.polls >= 2
+        direct = await evaluate(claude(server, tmp_path, "d", n=4, solve=SolveSettings(mode="standard"),
+                                       request_cache="off"), out=io.StringIO())  # fmt: skip
+    assert [r["prediction"] for r in records(result.run_dir)] == [r["prediction"] for r in records(direct.run_dir)]
+    assert result.metrics["em"]["mean"] == 1.0
+    assert result.metrics["cost_usd"]["total"] == pytest.approx(direct.metrics["cost_usd"]["total"] / 2)
+    state = json.loads((result.run_dir / "batches.json").read_text())
+    assert state["batches"][0]["collected"] and len(state["batches"][0]["responses"]) == 4
+
+
+async def test_batch_resumes_after_a_crash_between_submit_and_results(tmp_path, key, monkeypatch):
+    import react_bench.batch as batch_module
+
+    golds = gold_answers(4)
+    real_wait = batch_module._wait
+
+    async def crash(*args, **kwargs):
+        raise KeyboardInterrupt  # the process dies while the batch is processing
+
+    with MessagesServer(responder=standard_oracle(golds), fault_rate=0.0) as server:
+        monkeypatch.setattr(batch_module, "_wait", crash)
+        with pytest.raises(KeyboardInterrupt):
+            await evaluate(batch_config(server, tmp_path, "c"), out=io.StringIO())
+        run_dir = next(tmp_path.rglob("batches.json")).parent
+        assert not (run_dir / "examples.jsonl").exists() and len(server.batches) == 1
+        monkeypatch.setattr(batch_module, "_wait", real_wait)
+        server.fault_rate = 0.5  # some results of a batch can fail: those examples call live
+        result = await evaluate(batch_config(server, tmp_path, "c", resume=True), out=io.StringIO())
+        assert len(server.batches) == 1  # collected by its id, not submitted again
+    finished = records(result.run_dir)
+    assert len(finished) == 4 and result.metrics["em"]["mean"] == 1.0

@@ -66,8 +66,9 @@ from react_bench.events import (
 )
 from react_bench.models.base import ModelError, ModelRequest, ThinkingConfig, adapt_request
 from react_bench.models.capabilities import min_cache_tokens, model_info
+from react_bench.models.collector import collect, response_to_events
 from react_bench.models.stopping import StreamStops
-from react_bench.types import Message, StopReason, TextBlock, Usage, message_to_dict
+from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
 _CACHE = {"type": "ephemeral"}
 _CACHEABLE = frozenset({"text", "tool_use", "tool_result"})
@@ -159,6 +160,43 @@ class AnthropicClient:
 
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
         return self.plan(request).not_applied
+
+    # --- the Message Batches API (half price; react_bench/batch.py drives it) ----------------
+
+    def batch_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of one batch request: the same arguments as a streamed call, not streamed."""
+        arguments = dict(self.plan(request).arguments)
+        return {**arguments, **(arguments.pop("extra_body", None) or {})}
+
+    async def batch_create(self, items: list[tuple[str, ModelRequest]]) -> str:
+        try:
+            batch = await self._sdk.messages.batches.create(
+                requests=[{"custom_id": cid, "params": self.batch_params(r)} for cid, r in items]  # type: ignore[typeddict-item]
+            )
+        except anthropic.APIStatusError as exc:
+            raise model_error(exc) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
+        return batch.id
+
+    async def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]:
+        """(ended, request counts by state)."""
+        batch = await self._sdk.messages.batches.retrieve(batch_id)
+        return batch.processing_status == "ended", batch.request_counts.model_dump()
+
+    async def batch_results(self, batch_id: str, stops: dict[str, tuple[str, ...]]) -> dict[str, ModelResponse | str]:
+        """custom id -> the response (client-side stops applied, as a streamed call would), or why not."""
+        out: dict[str, ModelResponse | str] = {}
+        async for line in await self._sdk.messages.batches.results(batch_id):
+            result = line.result
+            if result.type == "succeeded":
+                response = response_from_dict(result.message.model_dump(mode="json"))
+                cut = StreamStops(stops.get(line.custom_id, ()))
+                events = [e for event in response_to_events(response) for e in cut.feed(event)]
+                out[line.custom_id] = collect(events) if cut.stops else response
+            else:
+                out[line.custom_id] = f"batch result {result.type}: {getattr(result, 'error', '')}"
+        return out
 
     def _prefill(self, request: ModelRequest, not_applied: list[str]) -> ModelRequest:
         """A conversation ending with an assistant message: refused, or made acceptable."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import re
 import socket
 import threading
 import time
@@ -78,6 +79,37 @@ class RecordedRequest:
     body: dict[str, Any]
     status: int = 0
     received: float = field(default_factory=time.monotonic)  # when it arrived (rate-limit checks)
+
+
+_CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+@dataclass
+class Batch:
+    id: str
+    results: list[dict[str, Any]]
+    polls_until_ended: int
+    polls: int = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.polls >= self.polls_until_ended
+
+    def view(self, base_url: str) -> dict[str, Any]:
+        kinds = [r["result"]["type"] for r in self.results]
+        counts = {k: kinds.count(k) if self.ended else 0 for k in ("succeeded", "errored", "canceled", "expired")}
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": "ended" if self.ended else "in_progress",
+            "request_counts": {"processing": 0 if self.ended else len(kinds), **counts},
+            "created_at": "2026-12-01T00:00:00Z",
+            "expires_at": "2026-12-02T00:00:00Z",
+            "ended_at": "2026-12-01T00:01:00Z" if self.ended else None,
+            "results_url": f"{base_url}/v1/messages/batches/{self.id}/results" if self.ended else None,
+            "archived_at": None,
+            "cancel_initiated_at": None,
+        }
 
 
 @dataclass(frozen=True)
@@ -257,6 +289,9 @@ class MessagesServer:
         self.fault_rate = fault_rate
         self._fault_rng = random.Random(fault_seed)
         self.faults: Counter[str] = Counter()
+        # Message Batches: created at once, "ended" after ``batch_polls`` retrievals
+        self.batches: dict[str, Batch] = {}
+        self.batch_polls = 2
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
         self.requests: list[RecordedRequest] = []
@@ -313,6 +348,31 @@ class MessagesServer:
             self.requests.append(request)
             self._count += 1
             return self._count
+
+    def _new_batch(self, requests: list[dict[str, Any]]) -> Batch:
+        """A Message Batch: each request answered as a plain request would be (script or
+        responder, with fault injection), a fault becoming an ``errored`` result."""
+        results = []
+        for request in requests:
+            spec = self._next_spec(request["params"])
+            with self._lock:
+                self._count += 1
+                number = self._count
+            if isinstance(spec, Reply):
+                message = build_message(spec, request["params"], number=number, cache=self.cache)
+                result: dict[str, Any] = {"type": "succeeded", "message": message}
+            elif isinstance(spec, (Dropped, Truncated, StreamError)):
+                error = ApiError(500, "api_error", "Internal server error")
+                result = {"type": "errored", "error": error.body()}
+            elif isinstance(spec, Fault):
+                result = {"type": "errored", "error": ApiError(spec.status, spec.error_type, spec.message).body()}
+            else:
+                result = {"type": "errored", "error": _invalid("no response left for this request").body()}
+            results.append({"custom_id": request["custom_id"], "result": result})
+        with self._lock:
+            batch = Batch(f"msgbatch_local_{len(self.batches) + 1:04d}", results, self.batch_polls)
+            self.batches[batch.id] = batch
+        return batch
 
     def _next_spec(self, body: dict[str, Any]) -> Spec | None:
         with self._lock:
@@ -373,7 +433,54 @@ class _Handler(BaseHTTPRequestHandler):
         self._recorded.status = status
         self.send_response(status)
 
+    def do_GET(self) -> None:
+        headers = {k.lower(): ("<redacted>" if k.lower() in _SECRET_HEADERS else v) for k, v in self.headers.items()}
+        self._recorded = RecordedRequest(self.path, headers, {})
+        number = self.state._record(self._recorded)
+        self._request_id = f"req_local_{number:04d}"
+        if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
+            return self._error(ApiError(401, "authentication_error", "x-api-key header is required"))
+        parts = self.path.split("?")[0].strip("/").split("/")  # v1 messages batches <id> [results]
+        batch = (
+            self.state.batches.get(parts[3]) if len(parts) >= 4 and parts[:3] == ["v1", "messages", "batches"] else None
+        )
+        if batch is None:
+            return self._error(ApiError(404, "not_found_error", f"Not Found: {self.path}"))
+        if len(parts) == 5 and parts[4] == "results":
+            if not batch.ended:
+                return self._error(_invalid("the batch has not ended: no results yet"))
+            data = "".join(json.dumps(line) + "\n" for line in batch.results).encode()
+            self._status(200)
+            self.send_header("content-type", "application/binary")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
+        batch.polls += 1
+        return self._json(200, batch.view(self.state.base_url))
+
+    def _create_batch(self, body: dict[str, Any]) -> None:
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return self._error(_invalid("requests: a non-empty list is required"))
+        ids = [r.get("custom_id") for r in requests if isinstance(r, dict)]
+        if len(ids) != len(requests) or len(set(ids)) != len(ids) or not all(_CUSTOM_ID.fullmatch(str(i)) for i in ids):
+            return self._error(_invalid("requests: each needs a unique custom_id of 1-64 letters, digits, _ or -"))
+        for request in requests:
+            params = request.get("params")
+            if not isinstance(params, dict) or params.get("stream"):
+                return self._error(_invalid("params: a Messages request without streaming is required"))
+            problem = check_request(params)
+            if problem is not None:
+                return self._error(problem)
+        batch = self.state._new_batch(requests)
+        return self._json(200, batch.view(self.state.base_url))
+
     def _answer(self, body: dict[str, Any] | None, number: int) -> None:
+        if self.path.split("?")[0] == "/v1/messages/batches" and body is not None:
+            if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
+                return self._error(ApiError(401, "authentication_error", "x-api-key header is required"))
+            return self._create_batch(body)
         if self.path.split("?")[0] != "/v1/messages":
             return self._error(ApiError(404, "not_found_error", f"Not Found: {self.path}"))
         if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
