@@ -60,6 +60,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def grounded(prediction: str, observations: Sequence[str]) -> bool:
+    """Whether the (normalised) answer occurs in some (normalised) observation of the episode:
+    an answer that can be traced to what the agent saw, rather than only remembered."""
+    answer = normalize_answer(prediction)
+    return bool(answer) and any(answer in normalize_answer(o) for o in observations)
+
+
 def exact_match(prediction: str, gold: str) -> float:
     return float(normalize_answer(prediction) == normalize_answer(gold))
 

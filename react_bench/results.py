@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import bootstrap_ci
+from react_bench.metrics import bootstrap_ci, grounded
 from react_bench.types import Usage
 
 # Table 1 of the paper (PaLM-540B): HotpotQA EM / FEVER accuracy, in percent.
@@ -79,9 +79,72 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
         # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
         metrics["out_of_label_set"] = sum(1 for r in records if not r["in_label_set"])
     metrics["cost_usd"] = _cost(records)
+    labels = [failure_label(r) for r in records]
+    metrics["failure_labels"] = {label: labels.count(label) for label in FAILURE_LABELS if label in labels}
+    is_grounded = [grounded(r["prediction"], observations(r)) for r in records]
+    metrics["grounded"] = sum(is_grounded) / len(records) if records else 0.0
+    metrics["grounded_accuracy"] = (
+        sum(1 for r, g in zip(records, is_grounded, strict=True) if g and r.get("correct")) / len(records)
+        if records
+        else 0.0
+    )
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
     metrics["by_group"] = _breakdown(records, task.primary_metric)
     return metrics
+
+
+# One label per example, the first that applies, in this order (the paper's Table 2, automatically).
+FAILURE_LABELS = (
+    "error",  # a fault kept it from answering
+    "correct",
+    "repeated_action",  # the same action three times: a loop
+    "search_failures_only",  # every search found nothing ("Could not find ...")
+    "parse_failures",  # the model's format failed (re-asks) and the answer is wrong
+    "step_limit",  # no answer within the step cap
+    "wrong_answer",
+)
+
+
+def observations(record: dict[str, Any]) -> list[str]:
+    return [observation for _, _, observation in _executed(record)]
+
+
+def _executed(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(action name, the action as called, observation) of every executed call, in order."""
+    out = []
+    for episode in record.get("trajectory") or []:
+        called: dict[str, dict[str, Any]] = {}
+        for event in episode["events"]:
+            if event["type"] == "tool_called":
+                called[event["call_id"]] = event
+            elif event["type"] == "tool_execution_finished":
+                arguments = called.get(event["call_id"], {}).get("arguments", {})
+                if event["name"] == "text_action":  # the text runner: "search[Ed Wood]"
+                    action = str(arguments.get("action", ""))
+                    name = action.split("[", 1)[0].strip().lower()
+                else:
+                    name, action = event["name"], json.dumps([event["name"], arguments], sort_keys=True)
+                out.append((name, action, event["observation"]))
+    return out
+
+
+def failure_label(record: dict[str, Any]) -> str:
+    if record["reason"] == "error":
+        return "error"
+    if record.get("correct"):
+        return "correct"
+    executed = _executed(record)
+    actions = [action for _, action, _ in executed]
+    if any(actions.count(a) >= 3 for a in set(actions)):
+        return "repeated_action"
+    searches = [observation for name, _, observation in executed if name == "search"]
+    if searches and all(o.startswith("Could not find") for o in searches):
+        return "search_failures_only"
+    if int(record.get("bad_calls") or 0) > 0:
+        return "parse_failures"
+    if record["reason"] == "step_limit":
+        return "step_limit"
+    return "wrong_answer"
 
 
 def _cost(records: list[dict[str, Any]]) -> dict[str, float | None]:

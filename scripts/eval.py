@@ -15,6 +15,7 @@ finishes it; 130 interrupted (Ctrl-C): the line printed resumes the run.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -31,10 +32,11 @@ from react_bench.evaluate import evaluate, new_run_id, run_dir_for  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig, resolve_settings  # noqa: E402
+from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-GROUPS = ("task", "mode", "runner", "model", "wiki")
+GROUPS = ("task", "mode", "runner", "model", "wiki", "experiment")
 LOCAL_NOTE = (
     "note: model=local is a tiny embedded model ({name}) for checking the pipeline end to end; "
     "its scores mean nothing. For real results choose e.g. model=claude-sonnet-5-5 "
@@ -47,13 +49,22 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
+def sweeping() -> bool:
+    from hydra.types import RunMode
+
+    return HydraConfig.get().mode == RunMode.MULTIRUN
+
+
 def check_group_choices(argv: list[str]) -> None:
     """An unknown group option is one line naming the choices (Hydra would print a screenful)."""
     for arg in argv:
         key, _, value = arg.partition("=")
-        if key in GROUPS and value and not (CONFIGS / key / f"{value}.yaml").is_file():
-            choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
-            fail(f"{key}={value}: no such {key}; choose one of {choices}")
+        if key not in GROUPS or not value:
+            continue
+        for choice in value.split(","):  # a sweep lists several: mode=react,act
+            if not (CONFIGS / key / f"{choice}.yaml").is_file():
+                choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
+                fail(f"{key}={choice}: no such {key}; choose one of {choices}")
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
@@ -63,7 +74,8 @@ def main(cfg: DictConfig) -> None:
         composed = OmegaConf.to_container(cfg, resolve=True)
         settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
         run_cfg = RunConfig.from_mapping(settings)
-        run_cfg = replace(run_cfg, run_id=run_cfg.run_id or new_run_id())
+        sweep_id = os.environ.get(SWEEP_ENV)  # every job of a sweep shares one run id (react_bench/sweep.py)
+        run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id())
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
         if run_cfg.model.get("provider") == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)
@@ -89,14 +101,14 @@ def main(cfg: DictConfig) -> None:
             f"been passed); finish them with:\n  python scripts/eval.py resume={result.run_dir} max_cost_usd=<more>",
             file=sys.stderr,
         )
-        sys.exit(4)
+        sys.exit(0 if sweeping() else 4)
     if result.metrics["errors"]:
         print(
             f"\n{result.metrics['errors']} example(s) ended in an error (see examples.jsonl, reason 'error'); "
             f"rerun exactly those with:\n  python scripts/eval.py resume={result.run_dir} retry_errors=true",
             file=sys.stderr,
         )
-        sys.exit(3)
+        sys.exit(0 if sweeping() else 3)  # a sweep goes on to its next job
 
 
 if __name__ == "__main__":

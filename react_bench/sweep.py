@@ -1,0 +1,47 @@
+"""Hydra sweeps (``-m`` or ``experiment=...``) end with one combined table.
+
+``CombinedTable`` is a Hydra callback (``configs/eval.yaml``: ``hydra.callbacks``). Before the
+first job it fixes one run id for the whole sweep (``REACT_BENCH_SWEEP_ID``; the jobs' run
+folders all get it, whatever their task, mode and runner, and launchers that start worker
+processes pass the environment on); after the last job it loads the sweep's runs and writes
+the comparison (``studies``) to ``results/compare/<sweep id>/`` and prints the Table 1 grid.
+Sweeps write nothing else: ``hydra.sweep.dir`` is the working folder itself, so no empty
+``multirun/`` folders are left behind. An in-process sweep reuses a loaded local model (the
+model module keeps one per process).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+
+SWEEP_ENV = "REACT_BENCH_SWEEP_ID"
+
+
+class CombinedTable(Callback):
+    def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
+        os.environ.setdefault(SWEEP_ENV, "sweep-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S"))
+
+    def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
+        from react_bench import studies
+
+        sweep_id = os.environ.get(SWEEP_ENV, "")
+        results = Path(str(config.get("results_dir") or "results"))
+        runs = [p.parent for p in results.glob(f"*/*/*/{sweep_id}/metrics.json")]
+        if not runs:
+            print(f"sweep {sweep_id}: no finished run to combine")
+            return
+        frame = studies.load_runs(runs)
+        out = results / "compare" / sweep_id
+        out.mkdir(parents=True, exist_ok=True)
+        grid, _ = studies.table1(frame)
+        grid.to_csv(out / "table1.csv", index=False)
+        (out / "table1.md").write_text(grid.to_markdown(index=False) + "\n")
+        studies.plot_k_curve(frame, out / "cot_sc_k_curve.png")
+        studies.plot_tokens(frame, out / "tokens_per_step.png")
+        print(f"\ncombined table of sweep {sweep_id} ({len(runs)} runs; {out}):\n")
+        print(grid.to_markdown(index=False))
