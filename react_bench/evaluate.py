@@ -20,7 +20,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -108,7 +108,12 @@ async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink
         from react_bench.tasks import resolve_data_dir
         from react_bench.wiki import make_env_factory
 
-        env_factory = make_env_factory(cfg.wiki, task=cfg.task.name, data_dir=resolve_data_dir(cfg.task.data_dir))
+        wiki = cfg.wiki
+        own_wiki = getattr(task, "local_wiki", None)  # a task with its own corpus (synthwiki)
+        if own_wiki is not None and wiki.backend == "local" and wiki.path is None:
+            wiki = replace(wiki, path=str(own_wiki(cfg.task)))
+        data_dir = None if own_wiki is not None else resolve_data_dir(cfg.task.data_dir)
+        env_factory = make_env_factory(wiki, task=cfg.task.name, data_dir=data_dir)
     solver = Solver(cfg.solve, model, prompts, env_factory)
     not_applied = not_applied_settings(model, solver)
     settings = {

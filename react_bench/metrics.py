@@ -63,8 +63,8 @@ def normalize_answer(text: str) -> str:
 def grounded(prediction: str, observations: Sequence[str]) -> bool:
     """Whether the (normalised) answer occurs in some (normalised) observation of the episode:
     an answer that can be traced to what the agent saw, rather than only remembered."""
-    answer = normalize_answer(prediction)
-    return bool(answer) and any(answer in normalize_answer(o) for o in observations)
+    answer = normalize_answer(prediction)  # whole words: "no" is not found in "known"
+    return bool(answer) and any(f" {answer} " in f" {normalize_answer(o)} " for o in observations)
 
 
 def exact_match(prediction: str, gold: str) -> float:

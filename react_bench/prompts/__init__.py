@@ -47,6 +47,14 @@ def _read(path: Path) -> dict:
         raise ConfigError(f"prompt.file: not found: {path}") from None
 
 
+def _own(task: str) -> dict:
+    if task == "synthwiki":  # generated with its world: exemplars from its train questions
+        from react_bench.synthwiki import ensure_world, prompt_file
+
+        return prompt_file(ensure_world())
+    return _read(PROMPT_DIR / f"{task}.json")
+
+
 def load_instruction(file: str | Path, key: str | None) -> str:
     """An instruction text from a JSON file of ``{key: text}`` (e.g. the paper's notebooks')."""
     instructions = _read(Path(file).expanduser().resolve())
@@ -65,7 +73,7 @@ def load_prompt(
     """The prompt for ``task`` and ``style``; ``file``+``key`` load foreign exemplars."""
     if style not in (*STYLES, "tool_use", "tool_use_act"):
         raise ConfigError(f"unknown prompt style {style!r}; one of {STYLES}")
-    own = _read(PROMPT_DIR / f"{task}.json")
+    own = _own(task)
     own_instruction = own["instructions"][style]
     if file is None:
         # the tool-use runner converts the text exemplars into native turns (runners/tool_use.py)

@@ -113,6 +113,8 @@ class TaskConfig:
     data_file: str | None = None  # another file to draw the split from (relative to data_dir)
     source: Source = "auto"
     exclude_ids: tuple[str, ...] = ()
+    seed: int = 0  # task=synthwiki: the generated world's seed and size
+    size: int = 800
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
