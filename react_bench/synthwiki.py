@@ -18,7 +18,9 @@ Questions in HotpotQA's shape, each with its answer, supporting titles and the g
 city) and three hops (the population of the birth city of a company's founder), yes/no
 comparisons (were two people born in the same city; balanced yes/no) and which-of
 comparisons (which company was founded earlier; the answer first or second half the time).
-The split is by question: ``train`` (few-shot exemplar material) and ``test``. Example ids
+FEVER-style claims over the same world (``type: claim``; SUPPORTS / REFUTES / NOT ENOUGH INFO,
+a third each; ``task=synthwiki_claims``). The split is by question: ``train`` (few-shot
+exemplar material) and ``test``. Example ids
 carry the generator's version and seed (``sw1-s0-...``), so the run's fingerprint does too.
 
 ``ensure_world(seed, size)`` writes the world once to the cache (``pages.jsonl``,
@@ -182,10 +184,45 @@ def _questions(rng, seed, size, people, companies, films, entities) -> list[dict
                       earlier.title, [first.title, second.title],
                       [f"Search[{first.title}]", "Lookup[founded in]", f"Search[{second.title}]",
                        "Lookup[founded in]"]))  # fmt: skip
+    out += _claims(rng, size, people, companies, entities)
     rng.shuffle(out)
     for i, q in enumerate(out):
         q["id"] = f"sw{VERSION}-s{seed}-n{size}-{i:05d}"
         q["split"] = "train" if i % 10 == 0 else "test"
+    return out
+
+
+def _claims(rng, size, people, companies, entities) -> list[dict[str, Any]]:
+    """FEVER-style claims over the same world, a third of each label. SUPPORTS and REFUTES are
+    decided by an article (the person's or the company's); NOT ENOUGH INFO claims state what no
+    article mentions (a sibling's occupation, a company's motto)."""
+    out: list[dict[str, Any]] = []
+    cities = [e for e in entities.values() if e.kind == "city"]
+    for k in range(size // 4):
+        person = rng.choice(people)
+        label = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")[k % 3]
+        path = [f"Search[{person.title}]"]
+        if label == "SUPPORTS":
+            claim = f"{person.title} was born in {person.facts['born_in']}."
+        elif label == "REFUTES":
+            wrong = rng.choice([c for c in cities if c.title != person.facts["born_in"]])
+            claim = f"{person.title} was born in {wrong.title}."
+        else:
+            claim = f"{person.title} has a sibling who works as a {rng.choice(_OCCUPATIONS)}."
+        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [person.title],
+                    "path": path})  # fmt: skip
+    for k in range(size // 8):
+        company = rng.choice(companies)
+        label = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")[k % 3]
+        if label == "SUPPORTS":
+            claim = f"{company.title} was founded by {company.facts['founder']}."
+        elif label == "REFUTES":
+            other = rng.choice([p for p in people if p.title != company.facts["founder"]])
+            claim = f"{company.title} was founded by {other.title}."
+        else:
+            claim = f"The motto of {company.title} is written in gold letters."
+        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [company.title],
+                    "path": [f"Search[{company.title}]"]})  # fmt: skip
     return out
 
 
@@ -243,10 +280,15 @@ def prompt_file(folder: Path, label: str = "Question") -> dict[str, Any]:
     from react_bench.prompts import PROMPT_DIR
     from react_bench.wiki.local import LocalWiki
 
-    own = json.loads((PROMPT_DIR / "hotpotqa.json").read_text(encoding="utf-8"))
+    claims = label == "Claim"
+    own = json.loads((PROMPT_DIR / ("fever.json" if claims else "hotpotqa.json")).read_text(encoding="utf-8"))
     wiki = LocalWiki(ensure_wiki(folder))
     train = [q for q in read_questions(folder) if q["split"] == "train"]
-    chosen = [next(q for q in train if q["type"] == kind) for kind in ("bridge2", "bridge3", "comparison_yes_no")]
+    if claims:
+        chosen = [next(q for q in train if q["type"] == "claim" and q["answer"] == a)
+                  for a in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")]  # fmt: skip
+    else:
+        chosen = [next(q for q in train if q["type"] == kind) for kind in ("bridge2", "bridge3", "comparison_yes_no")]
     exemplars = {"react": "", "act": "", "cot": "", "standard": ""}
     for q in chosen:
         steps = oracle_steps(q, wiki)

@@ -81,11 +81,22 @@ def test_every_question_is_answerable_from_its_gold_path(world: synthwiki.World,
                 years = [int(y) for y in re.findall(r"founded in the year (\d+)", seen)]
                 first, second = q["supporting_titles"]
                 assert len(years) == 2 and q["answer"] == (first if years[0] < years[1] else second), q
+            case "claim":
+                fact = r"(?:was born in|founded by) ([A-Z][\w ]*?)\."
+                claimed, true = re.search(fact, q["question"]), re.search(fact, seen)
+                if q["answer"] == "NOT ENOUGH INFO":  # nothing in the world says it
+                    assert claimed is None and "sibling" not in seen and "motto" not in seen, q
+                else:  # the article states the fact; it agrees with the claim exactly when SUPPORTS
+                    assert claimed and true and (claimed.group(1) == true.group(1)) == (q["answer"] == "SUPPORTS"), q
+            case _:
+                raise AssertionError(f"unknown question type {q['type']}")
 
 
 def test_no_answer_is_guessable_from_the_question(world: synthwiki.World) -> None:
     kinds = Counter(q["type"] for q in world.questions)
-    assert set(kinds) == {"bridge2", "bridge3", "comparison_yes_no", "comparison_which"}
+    assert set(kinds) == {"bridge2", "bridge3", "comparison_yes_no", "comparison_which", "claim"}
+    labels = Counter(q["answer"] for q in world.questions if q["type"] == "claim")
+    assert max(labels.values()) - min(labels.values()) <= 2 and len(labels) == 3  # a third each
     for q in world.questions:
         if q["type"] in ("bridge2", "bridge3"):
             assert normalize_answer(q["answer"]) not in normalize_answer(q["question"]), q
@@ -189,3 +200,18 @@ def test_the_main_command_and_a_closed_book_baseline_with_the_local_model(tmp_pa
     bridge_right = sum(r["em"] for r in records if r["metadata"]["type"].startswith("bridge"))
     assert bridge_right == 0
     assert sum(r["em"] for r in records) <= 0.5 * two_way + 0.2 * len(records)
+
+
+@pytest.mark.parametrize("task", ["synthwiki", "synthwiki_claims"])
+@pytest.mark.parametrize("mode", ["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react"])
+async def test_every_mode_runs_on_both_synthwiki_tasks(task, mode, monkeypatch, tmp_path):
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" x.\nAction 1: Finish[SUPPORTS]\nAnswer: SUPPORTS"] * 60))
+    config = RunConfig(task=TaskConfig(name=task, n=2, seed=3, size=SIZE),
+                       model={"provider": "scripted", "script": str(script)},
+                       solve=SolveSettings(mode=mode, cot_sc_samples=3), results_dir=tmp_path / "r", progress=False,
+                       protocol="custom")  # fmt: skip
+    result = await evaluate(config, out=io.StringIO())
+    assert result.metrics["n"] == 2 and result.metrics["errors"] == 0
+    assert ("accuracy" if task == "synthwiki_claims" else "em") in result.metrics

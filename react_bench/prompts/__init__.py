@@ -48,10 +48,10 @@ def _read(path: Path) -> dict:
 
 
 def _own(task: str) -> dict:
-    if task == "synthwiki":  # generated with its world: exemplars from its train questions
+    if task in ("synthwiki", "synthwiki_claims"):  # generated with its world: exemplars from its train split
         from react_bench.synthwiki import ensure_world, prompt_file
 
-        return prompt_file(ensure_world())
+        return prompt_file(ensure_world(), "Claim" if task == "synthwiki_claims" else "Question")
     return _read(PROMPT_DIR / f"{task}.json")
 
 

@@ -23,12 +23,13 @@ from react_bench.tasks.base import (
 from react_bench.tasks.data import DataUnavailableError, resolve_data_dir
 from react_bench.tasks.fever import FEVER_EXEMPLAR_IDS_FILE, FeverTask
 from react_bench.tasks.hotpotqa import HotpotQATask
-from react_bench.tasks.synthwiki import SynthWikiTask
+from react_bench.tasks.synthwiki import SynthWikiClaimsTask, SynthWikiTask
 
 TASKS: dict[str, type[HotpotQATask | FeverTask | SynthWikiTask]] = {
     "hotpotqa": HotpotQATask,
     "fever": FeverTask,
     "synthwiki": SynthWikiTask,
+    "synthwiki_claims": SynthWikiClaimsTask,
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from react_bench.errors import ConfigError
-from react_bench.metrics import exact_match, f1_score
+from react_bench.metrics import exact_match, f1_score, fever_correct, map_fever_label
 from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, select
 
 
@@ -20,6 +20,7 @@ class SynthWikiTask:
     name = "synthwiki"
     primary_metric = "em"
     input_label = "Question"
+    kinds: tuple[str, ...] = ("bridge2", "bridge3", "comparison_yes_no", "comparison_which")
 
     def __init__(self) -> None:
         self.coverage: Coverage | None = None
@@ -39,7 +40,7 @@ class SynthWikiTask:
             Example(q["id"], q["question"], q["answer"],
                     {"type": q["type"], "supporting_titles": q["supporting_titles"], "path": q["path"]})
             for q in read_questions(folder)
-            if q["split"] == "test"
+            if q["split"] == "test" and q["type"] in self.kinds
         ]  # fmt: skip
         chosen, self.coverage = select(Pool.of(str(folder / "questions.jsonl"), examples), config)
         return chosen
@@ -51,3 +52,18 @@ class SynthWikiTask:
 
     def score(self, prediction: str, gold: str) -> dict[str, float]:
         return {"em": exact_match(prediction, gold), "f1": f1_score(prediction, gold)}
+
+
+class SynthWikiClaimsTask(SynthWikiTask):
+    """``task=synthwiki_claims``: FEVER-style claims over the same world, scored as FEVER is."""
+
+    name = "synthwiki_claims"
+    primary_metric = "accuracy"
+    input_label = "Claim"
+    kinds = ("claim",)
+
+    def score(self, prediction: str, gold: str) -> dict[str, float]:
+        return {
+            "accuracy": fever_correct(prediction, gold),
+            "in_label_set": float(map_fever_label(prediction) is not None),
+        }
