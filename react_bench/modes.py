@@ -30,9 +30,10 @@ Decisions written down:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, assert_never
 
+from react_bench.context import RESEARCH_NOTE_TEXT, RESEARCH_NOTE_TOOLS, ContextConfig, SubagentEnv
 from react_bench.errors import ConfigError
 from react_bench.events import (
     AgentEvent,
@@ -118,6 +119,7 @@ class SolveSettings:
     thinking: ThinkingConfig | None = None
     tool_max_tokens: int = 1024
     shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
+    context: ContextConfig = ContextConfig()  # what is sent of the history (context.py)
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
@@ -263,11 +265,13 @@ class Solver:
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
         prompt = self.prompts[prompt_key(style, s.runner)]
+        if s.context.name == "subagent":  # the instruction names the extra action
+            note = RESEARCH_NOTE_TEXT if s.runner == "text" else RESEARCH_NOTE_TOOLS
+            prompt = replace(prompt, instruction=prompt.instruction + note)
         if s.runner == "text":
-            return TextPolicy(self.model, prompt, question, style, s.parser, self._sampling())
-        return ToolUsePolicy(
-            self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature, s.shots
-        )
+            return TextPolicy(self.model, prompt, question, style, s.parser, self._sampling(), context=s.context)
+        return ToolUsePolicy(self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature,
+                             s.shots, context=s.context)  # fmt: skip
 
     def _new_env(self) -> Any:
         if self.env_factory is None:
@@ -315,10 +319,25 @@ class Solver:
 
     async def _agent(self, question: str, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
         env = self._new_env()
+        subagent = None
+        if self.settings.context.name == "subagent":
+            env = subagent = SubagentEnv(env, self._inner_agent)
         policy = self._agent_policy(question, style, env.tools())
         action_env = TextActionEnv(env) if self.settings.runner == "text" else env
         result = await self._episode(policy, action_env, self.settings.loop, on_event)
-        return _outcome(result, style, policy.stats)
+        outcome = _outcome(result, style, policy.stats)
+        if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
+            outcome.episodes += subagent.episodes
+            outcome.usage = outcome.usage + subagent.usage
+            outcome.stats.calls += subagent.calls
+        return outcome
+
+    async def _inner_agent(self, question: str) -> Outcome:
+        """A subagent's episode: ReAct with the whole history, its own step cap, a fresh env."""
+        s = self.settings
+        inner = Solver(replace(s, context=ContextConfig(), loop=LoopConfig(max_steps=s.context.inner_max_steps)),
+                       self.model, self.prompts, self.env_factory)  # fmt: skip
+        return await inner._agent(question, "react", None)
 
 
 class _NoEnv:

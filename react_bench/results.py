@@ -81,7 +81,7 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
     metrics["cost_usd"] = _cost(records)
     labels = [failure_label(r) for r in records]
     metrics["failure_labels"] = {label: labels.count(label) for label in FAILURE_LABELS if label in labels}
-    is_grounded = [grounded(r["prediction"], observations(r)) for r in records]
+    is_grounded = [grounded(r.get("prediction") or "", observations(r)) for r in records]
     metrics["grounded"] = sum(is_grounded) / len(records) if records else 0.0
     metrics["grounded_accuracy"] = (
         sum(1 for r, g in zip(records, is_grounded, strict=True) if g and r.get("correct")) / len(records)

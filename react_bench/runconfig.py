@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from react_bench.console import Show, check_show
+from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
@@ -155,7 +156,16 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
         thinking=ThinkingConfig(**thinking) if thinking else None,
         tool_max_tokens=_int(runner, "max_tokens", 1024),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
+        context=_context(cfg.get("context") or {}),
     )
+
+
+def _context(values: Mapping[str, Any]) -> ContextConfig:
+    known = {f.name for f in fields(ContextConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown context settings {unknown}; known: {sorted(known)}")
+    return ContextConfig(**dict(values))
 
 
 def _budget(value: Any) -> float | None:

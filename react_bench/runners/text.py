@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from react_bench.context import Compactor, ContextConfig, summary_block, truncate
 from react_bench.events import AgentEvent, ParseError
 from react_bench.loop import Decision, Observation, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ToolSpec
@@ -77,11 +78,15 @@ class TextPolicy:
     parser: Parser = "paper"
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
-    def scratchpad_parts(self, history: Sequence[Message]) -> list[str]:
+    def __post_init__(self) -> None:
+        self._compactor = Compactor(self.context) if self.context.name == "compact" else None
+
+    def scratchpad_parts(self, history: Sequence[Message], first_step: int = 1) -> list[str]:
         """One piece per finished step: its thought and action, and the observation."""
         parts: list[str] = []
-        for step, (turn, results) in enumerate(zip(history[0::2], history[1::2], strict=False), start=1):
+        for step, (turn, results) in enumerate(zip(history[0::2], history[1::2], strict=False), start=first_step):
             observation = _result_text(results)
             parts.append(f"{turn.text}\nObservation {step}: {observation}\n")
         return parts
@@ -90,7 +95,20 @@ class TextPolicy:
         return "".join(self.scratchpad_parts(history))
 
     def _parts(self, history: Sequence[Message]) -> list[str]:
+        if self.context.name == "truncate":
+            history = truncate(history, self.context.keep_last)
         return base_parts(self.prompt, self.question) + self.scratchpad_parts(history)
+
+    async def _viewed_parts(self, history: Sequence[Message]) -> tuple[list[str], Usage]:
+        """The prompt's parts as the context setting sends them, and what a summary call cost."""
+        if self._compactor is None:
+            return self._parts(history), Usage()
+        calls = self._compactor.calls
+        summary, rest, spent = await self._compactor.view(self.model, history, self.scratchpad)
+        self.stats.calls += self._compactor.calls - calls  # the summary call counts like any other
+        covered = self._compactor.covered
+        head = [summary_block(summary, covered).text] if covered else []
+        return base_parts(self.prompt, self.question) + head + self.scratchpad_parts(rest, covered + 1), spent
 
     def _step_suffix(self, step: int) -> str:
         return f"Action {step}:" if self.style == "act" else f"Thought {step}:"
@@ -101,9 +119,8 @@ class TextPolicy:
         return text_request(self.model, parts, self._step_suffix(1), [step_stop(1)], self.sampling, _cache(parts))
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
-        prompt = self._parts(history)
+        prompt, usage = await self._viewed_parts(history)
         suffix = self._step_suffix(step)
-        usage = Usage()
         completion = ""
         async for item in self._complete(prompt, suffix, [step_stop(step)], step):
             if isinstance(item, Completion):
@@ -137,12 +154,13 @@ class TextPolicy:
         yield Decision(Message.assistant(text), (call,), usage=usage)
 
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
-        prompt = [*self._parts(history), f"({notice})\n"]
+        parts, usage = await self._viewed_parts(history)
+        prompt = [*parts, f"({notice})\n"]
         suffix = f"Action {step}: Finish["
-        usage, answer = Usage(), ""
+        answer = ""
         async for item in self._complete(prompt, suffix, ["]", "\n"], step):
             if isinstance(item, Completion):
-                answer, usage = item.text.strip(), item.usage
+                answer, usage = item.text.strip(), usage + item.usage
             else:
                 yield item
         yield Decision(Message.assistant(f"{suffix}{answer}]"), answer=answer, usage=usage)

@@ -23,16 +23,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from react_bench.context import Compactor, ContextConfig, summary_block, truncate
 from react_bench.events import AgentEvent
 from react_bench.loop import Decision, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
 from react_bench.runners.common import StepStats, stream_turn
 from react_bench.runners.parsing import extract_answer
-from react_bench.types import ContentBlock, Message, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock
+from react_bench.types import ContentBlock, Message, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 from react_bench.wiki.env import FINISHED, TOOL_PARAMS, action_to_call
 
 
@@ -48,10 +49,20 @@ class ToolUsePolicy:
     temperature: float | None = 0.0
     shots: int | None = None  # exemplars as native turns: None all, 0 none, k the first k
     stats: StepStats = field(default_factory=StepStats)
+    context: ContextConfig = field(default_factory=ContextConfig)
 
-    def _request(self, history: Sequence[Message], notice: str | None = None) -> ModelRequest:
+    def __post_init__(self) -> None:
+        self._compactor = Compactor(self.context) if self.context.name == "compact" else None
+
+    def _request(
+        self, history: Sequence[Message], notice: str | None = None, summary: TextBlock | None = None
+    ) -> ModelRequest:
         shots = exemplar_conversation(self.prompt, self.style, self.shots)
         question = TextBlock(f"{self.prompt.label}: {self.question}")
+        if self.context.name == "truncate":
+            history = truncate(history, self.context.keep_last)
+        if summary is not None:  # compact: the summary closes the question's message
+            question = TextBlock(f"{question.text}\n\n{summary.text}")
         if shots:  # the last exemplar ends with a user message of tool results: the question joins it
             opening = [*shots[:-1], Message("user", (*shots[-1].content, question))]
             points = [(len(shots) - 1, len(shots[-1].content) - 1)]
@@ -79,6 +90,20 @@ class ToolUsePolicy:
             cache_points=tuple(dict.fromkeys(points)),
         )
 
+    async def _viewed(
+        self, history: Sequence[Message], step: int, notice: str | None = None
+    ) -> AsyncIterator[AgentEvent | Decision]:
+        spent, summary = Usage(), None
+        if self._compactor is not None:
+            calls = self._compactor.calls
+            text, history, spent = await self._compactor.view(self.model, history, _transcript)
+            self.stats.calls += self._compactor.calls - calls
+            summary = summary_block(text, self._compactor.covered) if self._compactor.covered else None
+        async for item in self._turn(self._request(history, notice, summary), step):
+            if isinstance(item, Decision) and spent.total_input_tokens:
+                item = replace(item, usage=item.usage + spent)
+            yield item
+
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
         response: ModelResponse | None = None
         async for item in stream_turn(self.model, request, step, self.stats):
@@ -96,10 +121,10 @@ class ToolUsePolicy:
         return self._request(())
 
     def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
-        return self._turn(self._request(history), step)
+        return self._viewed(history, step)
 
     def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
-        return self._turn(self._request(history, notice), step)
+        return self._viewed(history, step, notice)
 
 
 _STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
@@ -148,6 +173,20 @@ def _split_exemplars(text: str, label: str) -> list[list[Any]]:
         if match and episodes:
             episodes[-1].append((match.group(1), match.group(2), match.group(3)))
     return episodes
+
+
+def _transcript(history: Sequence[Message]) -> str:
+    """Turns as plain text, for the compaction call."""
+    lines = []
+    for message in history:
+        for block in message.content:
+            if isinstance(block, TextBlock) and block.text:
+                lines.append(block.text)
+            elif isinstance(block, ToolUseBlock):
+                lines.append(f"Action: {block.name}({', '.join(map(str, block.input.values()))})")
+            elif isinstance(block, ToolResultBlock):
+                lines.append(f"Observation: {block.content}")
+    return "\n".join(lines)
 
 
 def short_answer(text: str) -> str:
