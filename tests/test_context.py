@@ -23,11 +23,15 @@ def text_script(final: str = "12 km") -> list[str]:
 
 
 def tool_script() -> list[ModelResponse]:
-    turns = [
-        ModelResponse((ThinkingBlock(f"think {i}", f"sig-{i}"), TextBlock("look"), ToolUseBlock(f"t{i}", "search", {"entity": e})),
-                      StopReason.TOOL_USE)
-        for i, e in enumerate(SEARCHES)
-    ]  # fmt: skip
+    def turn(i: int, entity: str) -> ModelResponse:
+        blocks = (
+            ThinkingBlock(f"think {i}", f"sig-{i}"),
+            TextBlock("look"),
+            ToolUseBlock(f"t{i}", "search", {"entity": entity}),
+        )
+        return ModelResponse(blocks, StopReason.TOOL_USE)
+
+    turns = [turn(i, e) for i, e in enumerate(SEARCHES)]
     return [*turns, ModelResponse((TextBlock("Answer: 12 km"),), StopReason.END_TURN)]
 
 
@@ -110,7 +114,8 @@ async def test_subagent_research_returns_the_inner_conclusion(scripted, wiki, ru
                   " so.\nAction 2: Finish[12 km]"]  # fmt: skip
     else:
         script = [
-            ModelResponse((ToolUseBlock("r1", "research", {"question": "How long is the Beta River?"}),), StopReason.TOOL_USE),
+            ModelResponse((ToolUseBlock("r1", "research", {"question": "How long is the Beta River?"}),),
+                          StopReason.TOOL_USE),  # fmt: skip
             ModelResponse((ToolUseBlock("i1", "search", {"entity": "Beta River"}),), StopReason.TOOL_USE),
             ModelResponse((TextBlock("Answer: 12 km"),), StopReason.END_TURN),
             ModelResponse((TextBlock("Answer: 12 km"),), StopReason.END_TURN),
@@ -153,8 +158,12 @@ def test_the_stub_names_step_action_and_size():
     from react_bench.context import truncate
     from react_bench.types import Message
 
-    history = [Message.assistant("Thought 1: x\nAction 1: Search[Alpha]"), Message("user", (ToolResultBlock("step-1", "abc"),)),
-               Message.assistant("Thought 2: y\nAction 2: Search[Beta]"), Message("user", (ToolResultBlock("step-2", "defg"),))]  # fmt: skip
+    history = [
+        Message.assistant("Thought 1: x\nAction 1: Search[Alpha]"),
+        Message("user", (ToolResultBlock("step-1", "abc"),)),
+        Message.assistant("Thought 2: y\nAction 2: Search[Beta]"),
+        Message("user", (ToolResultBlock("step-2", "defg"),)),
+    ]
     viewed = truncate(history, keep_last=1)
     assert viewed[1].content[0].content == "[observation of step 1 elided: Search[Alpha], 3 characters]"
     assert viewed[3] == history[3] and viewed[0] == history[0]
