@@ -65,7 +65,7 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
         rows.append({
             "run_dir": str(run_dir), "run_id": run["run_id"], "started": run["started"], "task": task,
             "mode": config["solve"]["mode"], "runner": config["solve"]["runner"], "model": run["model_name"],
-            "protocol": config["protocol"], "context": (config.get("context") or {}).get("name", "full"),
+            "protocol": config["protocol"], "context": (config["solve"].get("context") or {}).get("name", "full"),
             "metric": primary, "mean": score.get("mean"), "ci_low": (score.get("ci95") or [None, None])[0],
             "ci_high": (score.get("ci95") or [None, None])[1], "n": metrics.get("n"),
             "n_planned": run["n_examples"], "errors": metrics.get("errors", 0), "cost_usd": cost,
@@ -109,6 +109,14 @@ def table1(runs: Any, runner: str | None = None) -> tuple[Any, list[str]]:
             row[f"{column} GPT-3"] = f"{GPT3_REACT[task]:.1f}" if mode == "react" else ""
         rows.append(row)
     return pd.DataFrame(rows), notes
+
+
+def context_comparison(runs: Any) -> Any:
+    """Runs that differ only in their ``context`` remedy, side by side: score, tokens, cost."""
+    keys = ["task", "mode", "runner", "model"]
+    groups = runs.groupby(keys).filter(lambda g: g["context"].nunique() > 1)
+    columns = [*keys, "context", "mean", "n", "tokens_in", "cost_usd", "grounded_accuracy", "run_id"]
+    return groups[columns].sort_values([*keys, "context"]) if len(groups) else groups
 
 
 def _money(value: Any) -> str:

@@ -10,6 +10,7 @@ PATH: run folders, or folders holding runs (e.g. ``results/``). Writes to ``--ou
   and McNemar's exact p;
 - ``cot_sc_k_curve.png``: accuracy at k from the stored CoT-SC samples (the paper's Figure 2);
 - ``tokens_per_step.png``: input tokens per turn along episodes, cached parts stacked;
+- ``context.md``: runs that differ only in ``context`` (the remedy) side by side: score, tokens, cost;
 - ``runs.csv``: one row per run (accuracy, grounded accuracy, tokens, cost, context, ...).
 See ``react_bench/studies.py`` for how each figure is computed.
 """
@@ -66,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_table1(runs, out)
     write_paired(runs, out)
+    remedies = studies.context_comparison(runs)
+    if len(remedies):
+        (out / "context.md").write_text(
+            "# Context remedies side by side\n\n" + remedies.to_markdown(index=False) + "\n"
+        )
     studies.plot_k_curve(runs, out / "cot_sc_k_curve.png")
     studies.plot_tokens(runs, out / "tokens_per_step.png")
     runs.drop(columns=["ids"]).to_csv(out / "runs.csv", index=False)

@@ -167,3 +167,23 @@ def test_the_stub_names_step_action_and_size():
     viewed = truncate(history, keep_last=1)
     assert viewed[1].content[0].content == "[observation of step 1 elided: Search[Alpha], 3 characters]"
     assert viewed[3] == history[3] and viewed[0] == history[0]
+
+
+def test_compare_puts_runs_that_differ_only_in_context_side_by_side(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.support import REPO
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(text_script("yes")))
+    for context in ("full", "truncate"):
+        done = eval_py("mode=react", f"context={context}", "n=1", "model=scripted", f"model.script={script}",
+                       f"results_dir={tmp_path / 'runs'}", "protocol=custom", "show=none", cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    out = tmp_path / "cmp"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(tmp_path / "runs"), "--out",
+                           str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in (out / "context.md").read_text().splitlines() if line.startswith("| hotpotqa")]
+    assert [row.split("|")[5].strip() for row in rows] == ["full", "truncate"]
