@@ -107,6 +107,29 @@ class ModelClient(Protocol):
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]: ...
 
 
+class ModelLayer:
+    """What every model layer (retries, rate limits, the request cache, recording) shares: it
+    wraps ``inner`` (a ``ModelClient``) and passes everything but ``stream`` through."""
+
+    inner: ModelClient
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def capabilities(self) -> ModelCapabilities:
+        return self.inner.capabilities
+
+    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.inner.not_applied(request)
+
+    async def aclose(self) -> None:
+        close = getattr(self.inner, "aclose", None)
+        if close is not None:
+            await close()
+
+
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:
     """Drop what the model rejects; return the request to send and what was not applied."""
     dropped: list[str] = []

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelClient, ModelRequest
+from react_bench.models.base import ModelClient, ModelLayer, ModelRequest
 from react_bench.models.collector import ResponseCollector, response_to_events
 from react_bench.models.counting import count, served_from_cache
 from react_bench.types import response_from_dict, response_to_dict
@@ -62,21 +62,10 @@ def request_key(client: object, model: str, request: ModelRequest) -> str:
 
 
 @dataclass
-class CachedModel:
+class CachedModel(ModelLayer):
     inner: ModelClient
     directory: Path = field(default_factory=default_request_cache_dir)
     mode: CacheMode = "on"
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self.inner.capabilities
-
-    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
-        return self.inner.not_applied(request)
 
     def path(self, request: ModelRequest) -> Path:
         key = request_key(self._innermost(), self.inner.name, request)
@@ -107,11 +96,6 @@ class CachedModel:
         for event in events:
             yield event
 
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
-
 
 def _read(path: Path):  # -> ModelResponse | None
     try:
@@ -130,23 +114,12 @@ def _write(path: Path, data: dict) -> None:
 
 
 @dataclass
-class LimitedModel:
+class LimitedModel(ModelLayer):
     inner: ModelClient
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
     _next: float = 0.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self.inner.capabilities
-
-    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
-        return self.inner.not_applied(request)
 
     def interval(self, request: ModelRequest) -> float:
         gap = 0.0
@@ -165,11 +138,6 @@ class LimitedModel:
             await asyncio.sleep(start - now)
         async for event in self.inner.stream(request):
             yield event
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
 
 
 def estimate_input_tokens(request: ModelRequest) -> int:

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelRequest, adapt_request
+from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelLayer, ModelRequest, adapt_request
 from react_bench.models.collector import ResponseCollector, response_to_events
 from react_bench.types import (
     ModelResponse,
@@ -78,21 +78,10 @@ def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind) ->
 
 
 @dataclass
-class RecordingModel:
+class RecordingModel(ModelLayer):
     """Passes a client's stream through and records each complete response."""
 
     inner: ModelClient
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self.inner.capabilities
-
-    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
-        return self.inner.not_applied(request)
 
     def __getattr__(self, attr: str) -> Any:  # close() etc. of the wrapped client
         return getattr(self.inner, attr)

@@ -30,7 +30,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from react_bench.events import MessageStop, StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelRequest
+from react_bench.models.base import ModelClient, ModelError, ModelLayer, ModelRequest
 from react_bench.models.counting import count
 
 
@@ -42,7 +42,7 @@ class StreamCut(ModelError):
 
 
 @dataclass
-class RetryingModel:
+class RetryingModel(ModelLayer):
     inner: ModelClient
     max_retries: int = 4
     backoff_s: float = 1.0
@@ -53,17 +53,6 @@ class RetryingModel:
     def __post_init__(self) -> None:
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def capabilities(self) -> ModelCapabilities:
-        return self.inner.capabilities
-
-    def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
-        return self.inner.not_applied(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         attempt = 0
@@ -84,11 +73,6 @@ class RetryingModel:
             for event in events:
                 yield event
             return
-
-    async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
 
     async def _attempt(self, request: ModelRequest) -> list[StreamEvent]:
         events = [event async for event in self.inner.stream(request)]
