@@ -197,32 +197,22 @@ def _claims(rng, size, people, companies, entities) -> list[dict[str, Any]]:
     decided by an article (the person's or the company's); NOT ENOUGH INFO claims state what no
     article mentions (a sibling's occupation, a company's motto)."""
     out: list[dict[str, Any]] = []
-    cities = [e for e in entities.values() if e.kind == "city"]
-    for k in range(size // 4):
-        person = rng.choice(people)
-        label = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")[k % 3]
-        path = [f"Search[{person.title}]"]
-        if label == "SUPPORTS":
-            claim = f"{person.title} was born in {person.facts['born_in']}."
-        elif label == "REFUTES":
-            wrong = rng.choice([c for c in cities if c.title != person.facts["born_in"]])
-            claim = f"{person.title} was born in {wrong.title}."
-        else:
-            claim = f"{person.title} has a sibling who works as a {rng.choice(_OCCUPATIONS)}."
-        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [person.title],
-                    "path": path})  # fmt: skip
-    for k in range(size // 8):
-        company = rng.choice(companies)
+    cities = [e.title for e in entities.values() if e.kind == "city"]
+    names = [p.title for p in people]
+    subjects = [(rng.choice(people), "was born in", "born_in", cities) for _ in range(size // 4)]
+    subjects += [(rng.choice(companies), "was founded by", "founder", names) for _ in range(size // 8)]
+    for k, (entity, relation, fact, others) in enumerate(subjects):
         label = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")[k % 3]
         if label == "SUPPORTS":
-            claim = f"{company.title} was founded by {company.facts['founder']}."
+            claim = f"{entity.title} {relation} {entity.facts[fact]}."
         elif label == "REFUTES":
-            other = rng.choice([p for p in people if p.title != company.facts["founder"]])
-            claim = f"{company.title} was founded by {other.title}."
+            claim = f"{entity.title} {relation} {rng.choice([o for o in others if o != entity.facts[fact]])}."
+        elif entity.kind == "person":
+            claim = f"{entity.title} has a sibling who works as a {rng.choice(_OCCUPATIONS)}."
         else:
-            claim = f"The motto of {company.title} is written in gold letters."
-        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [company.title],
-                    "path": [f"Search[{company.title}]"]})  # fmt: skip
+            claim = f"The motto of {entity.title} is written in gold letters."
+        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [entity.title],
+                    "path": [f"Search[{entity.title}]"]})  # fmt: skip
     return out
 
 
