@@ -54,6 +54,7 @@ def quiet_console() -> None:
     except ImportError:  # pragma: no cover - datasets is a dependency
         pass
     warnings.simplefilter("once")
+    warnings.filterwarnings("ignore", category=ResourceWarning)  # as Python's default: interpreter-exit noise
 
 
 class ProgressBar:
