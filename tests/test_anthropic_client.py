@@ -143,7 +143,7 @@ async def test_usage_with_cache_tokens_and_breakpoints(
     server.responder = lambda _: Reply((ToolUseBlock("", "search", {"entity": "Hamlet"}),))
     client = make()
     # above Sonnet 5.5's 2,048-token minimum, so the API (and the server) cache it
-    system = "Solve a question answering task with interleaving Thought, Action, Observation steps. " * 150
+    system = "Answer the question with the search, lookup and finish tools, thinking before each call. " * 150
     first = await generate(client, ask(system=system, tools=(SEARCH,)))
     history = (
         Message.user("Who wrote Hamlet?"),
