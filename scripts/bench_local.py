@@ -116,7 +116,19 @@ def aggregate(result: dict) -> dict:
     result["summary"] = {mode: {key: middle([summary(run)[key] for run in runs]) for key in summary(runs[0])}
                          for mode, runs in result["runs"].items()}  # fmt: skip
     result["steps_median"] = {"kv_reuse": with_reuse, "no_reuse": without}
+    result["checks"] = checks(result)
     return result
+
+
+def checks(result: dict) -> list[dict]:
+    """What this benchmark claims (issue 6): KV prefix reuse makes a ReAct episode cheaper."""
+    reuse, fresh = result["summary"]["kv_reuse"], result["summary"]["no_reuse"]
+    speedup = round(fresh["episode_seconds"] / reuse["episode_seconds"], 2)
+    share = round(reuse["prompt_tokens_evaluated"] / fresh["prompt_tokens_evaluated"], 3)
+    return [
+        {"name": "7-step episode: time without reuse / with reuse", "value": speedup, "goal": "> 1", "ok": speedup > 1},
+        {"name": "prompt tokens evaluated with reuse / without", "value": share, "goal": "< 0.5", "ok": share < 0.5},
+    ]
 
 
 def summary(steps: list[dict]) -> dict[str, float]:
@@ -195,6 +207,13 @@ def _llama_version() -> str:
     return llama_cpp.__version__
 
 
+def checks_table(result: dict) -> list[str]:
+    rows = ["", "## Checks", "", "| check | value | goal | ok |", "| --- | ---: | --- | --- |"]
+    return rows + [
+        f"| {c['name']} | {c['value']} | {c['goal']} | {'yes' if c['ok'] else 'NO'} |" for c in result["checks"]
+    ]
+
+
 def markdown(result: dict) -> str:
     s, m, e = result["settings"], result["model"], result["episode"]
     machine = result["machine"]
@@ -238,8 +257,8 @@ def markdown(result: dict) -> str:
             f"{t['generated_tokens']} | {t['generation_tokens_per_second']} |"
         )
     mem = result["memory_mb"]
-    lines += ["", f"Memory (RSS): {mem['rss_before_load']} MB before loading the model, peak {mem['peak_rss']} MB.", ""]
-    return "\n".join(lines)
+    lines += ["", f"Memory (RSS): {mem['rss_before_load']} MB before loading the model, peak {mem['peak_rss']} MB."]
+    return "\n".join([*lines, *checks_table(result), ""])
 
 
 def main() -> None:
