@@ -158,6 +158,12 @@ def _cost(records: list[dict[str, Any]]) -> dict[str, float | None]:
     return {"total": total, "per_example": total / len(records), "per_correct": total / correct if correct else None}
 
 
+def billed_equivalent_input(usage: dict[str, int]) -> float:
+    """Input tokens as they are billed, in units of an uncached token: uncached + 1.25 x cache
+    writes + 0.1 x cache reads (Anthropic's prompt-cache multipliers)."""
+    return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
+
+
 def _breakdown(records: list[dict[str, Any]], metric: str) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, list[float]]] = {}
     for record in records:

@@ -31,6 +31,7 @@ from react_bench.context import ContextConfig  # noqa: E402
 from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.loop import LoopConfig  # noqa: E402
 from react_bench.modes import SolveSettings  # noqa: E402
+from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.studies import tokens_per_step  # noqa: E402
 from react_bench.tasks import TaskConfig  # noqa: E402
@@ -75,10 +76,6 @@ def keeps_searching(body: dict[str, Any]) -> Reply:
     return Reply.text(f"{prefix} I need more.\nAction {step}: {action}")
 
 
-def billed(usage: dict[str, int]) -> float:
-    return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
-
-
 async def measure(remedy: str, caching: bool, n: int, work: Path) -> dict[str, Any]:
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
@@ -100,7 +97,11 @@ async def measure(remedy: str, caching: bool, n: int, work: Path) -> dict[str, A
         result = await evaluate(config, out=io.StringIO())
     usage = result.metrics["usage"]
     per_turn = [s["uncached"] + s["written"] + s["read"] for s in tokens_per_step(result.run_dir)]
-    return {"per_turn": per_turn, "billed_per_episode": billed(usage) / result.metrics["n"], "usage": usage}
+    return {
+        "per_turn": per_turn,
+        "billed_per_episode": billed_equivalent_input(usage) / result.metrics["n"],
+        "usage": usage,
+    }
 
 
 async def local(remedy: str, n: int, work: Path) -> dict[str, Any]:

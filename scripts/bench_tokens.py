@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.models.capabilities import min_cache_tokens  # noqa: E402
 from react_bench.modes import SolveSettings  # noqa: E402
+from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.tasks import TaskConfig  # noqa: E402
 from react_bench.testing.messages_server import MessagesServer, Reply  # noqa: E402
@@ -58,10 +59,6 @@ def keeps_searching(body: dict[str, Any]) -> Reply:
     return Reply.text(f"Thought {step}: I need more.\nAction {step}: Search[Topic {step}]")
 
 
-def billed(usage: dict[str, int]) -> float:
-    return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
-
-
 async def measure(model: str, runner: str, n: int, caching: bool, work: Path) -> dict[str, Any]:
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
@@ -82,7 +79,12 @@ async def measure(model: str, runner: str, n: int, caching: bool, work: Path) ->
         result = await evaluate(config, out=io.StringIO())
         requests = len(server.requests)
     usage = result.metrics["usage"]
-    return {"usage": usage, "billed_equivalent": billed(usage), "requests": requests, "examples": result.metrics["n"]}
+    return {
+        "usage": usage,
+        "billed_equivalent": billed_equivalent_input(usage),
+        "requests": requests,
+        "examples": result.metrics["n"],
+    }
 
 
 async def run_all(work: Path) -> dict[str, Any]:
