@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from react_bench import rundir
 from react_bench.errors import ConfigError
 from react_bench.models.base import ModelRequest
-from react_bench.models.cache import CachedModel, _write
+from react_bench.models.cache import CachedModel, write_entry
 from react_bench.modes import Solver
 from react_bench.types import response_to_dict
 
@@ -87,7 +87,7 @@ async def prefetch(model: Any, solver: Solver, questions: list[str], run_dir: Pa
                 totals["errored"] += 1  # left to the run, which calls the model for it
                 continue
             path = paths.get(custom_id) or cache.directory / custom_id[:2] / f"{custom_id}.json"
-            _write(path, response_to_dict(result))
+            write_entry(path, response_to_dict(result))
             batch["responses"].append(result.id)
             totals["succeeded"] += 1
         batch["collected"] = True

@@ -24,18 +24,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from react_bench.models.base import ModelClient, ModelRequest
+from react_bench.models.base import ModelClient, ModelRequest, innermost
 from react_bench.models.cache import estimate_input_tokens
 from react_bench.modes import Solver
 from react_bench.types import Usage
 
 OBSERVATION_TOKENS = 150
-
-
-def innermost(model: object) -> object:
-    while hasattr(model, "inner"):
-        model = model.inner
-    return model
 
 
 def wire_request(model: ModelClient, request: ModelRequest) -> dict[str, Any]:

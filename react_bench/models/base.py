@@ -130,6 +130,13 @@ class ModelLayer:
             await close()
 
 
+def innermost(model: object) -> object:
+    """The client under every model layer (the provider's own)."""
+    while hasattr(model, "inner"):
+        model = model.inner
+    return model
+
+
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:
     """Drop what the model rejects; return the request to send and what was not applied."""
     dropped: list[str] = []

@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelClient, ModelLayer, ModelRequest
+from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, innermost
 from react_bench.models.collector import ResponseCollector, response_to_events
 from react_bench.models.counting import count, served_from_cache
-from react_bench.types import response_from_dict, response_to_dict
+from react_bench.types import ModelResponse, response_from_dict, response_to_dict
 
 CacheMode = Literal["on", "off", "refresh"]
 
@@ -68,19 +68,13 @@ class CachedModel(ModelLayer):
     mode: CacheMode = "on"
 
     def path(self, request: ModelRequest) -> Path:
-        key = request_key(self._innermost(), self.inner.name, request)
+        key = request_key(innermost(self.inner), self.inner.name, request)
         return self.directory / key[:2] / f"{key}.json"
-
-    def _innermost(self) -> object:
-        inner: object = self.inner
-        while hasattr(inner, "inner"):
-            inner = inner.inner
-        return inner
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         path = self.path(request)
         if self.mode == "on":
-            stored = _read(path)
+            stored = read_entry(path)
             if stored is not None:
                 count("cache_hits")
                 served_from_cache(stored.id)
@@ -92,12 +86,12 @@ class CachedModel(ModelLayer):
         collector = ResponseCollector()
         for event in events:
             collector.feed(event)
-        _write(path, response_to_dict(collector.response()))
+        write_entry(path, response_to_dict(collector.response()))
         for event in events:
             yield event
 
 
-def _read(path: Path):  # -> ModelResponse | None
+def read_entry(path: Path) -> ModelResponse | None:
     try:
         return response_from_dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
@@ -106,7 +100,7 @@ def _read(path: Path):  # -> ModelResponse | None
         return None
 
 
-def _write(path: Path, data: dict) -> None:
+def write_entry(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
