@@ -19,6 +19,8 @@ logs; Python warnings are shown once each.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any, Literal, TextIO, assert_never
@@ -46,13 +48,13 @@ NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "anthropic", "openai", "urllib3"
 def quiet_console() -> None:
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    try:
-        import datasets
-
+    # datasets reads these when it is imported (a second of start-up: only when data is read)
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("DATASETS_VERBOSITY", "error")
+    datasets = sys.modules.get("datasets")
+    if datasets is not None:  # already imported: tell it directly
         datasets.disable_progress_bars()
         datasets.utils.logging.set_verbosity_error()
-    except ImportError:  # pragma: no cover - datasets is a dependency
-        pass
     warnings.simplefilter("once")
     warnings.filterwarnings("ignore", category=ResourceWarning)  # as Python's default: interpreter-exit noise
 

@@ -93,15 +93,19 @@ def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
 EventSink = Callable[[str, AgentEvent], None]  # (example id, event)
 
 
-async def evaluate(cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink | None = None) -> RunResult:
+async def evaluate(
+    cfg: RunConfig, out: TextIO = sys.stdout, on_event: EventSink | None = None, model: ModelClient | None = None
+) -> RunResult:
     """Run ``cfg``. ``on_event`` receives every AgentEvent of every example with the example's
     id, as it happens (``console.TrajectoryPrinter`` shows them), and a ``RunProgress`` when
-    an example has been written."""
+    an example has been written. ``model``: a client built by the caller (a notebook's or a
+    benchmark's own) instead of ``make_model(cfg.model)``; ``cfg.model`` still names it in
+    the results."""
     task = load_task(cfg.task.name)
     examples = task.examples(cfg.task)
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
         print(f"coverage: {task.coverage.summary()}", file=out)
-    model = RecordingModel(with_request_cache(make_model(cfg.model), cfg))
+    model = RecordingModel(with_request_cache(model if model is not None else make_model(cfg.model), cfg))
     prompts = build_prompts(cfg)
     env_factory = None
     if MODE_SPECS[cfg.solve.mode].needs_env:
@@ -263,7 +267,7 @@ def new_run_id() -> str:
 
 async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event, budget=None) -> int:
     semaphore = asyncio.Semaphore(cfg.concurrency)
-    write_lock = asyncio.Lock()
+    writer = rundir.RunWriter(run_dir)
     cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
     enabled = cfg.progress and cfg.show != "none"
     bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
@@ -296,15 +300,15 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
             record["cost_usd"] = _cost(solver.model.name, calls, cached, batched)
             if budget is not None:
                 budget.done(example.id, record["cost_usd"])
-            async with write_lock:
-                rundir.append(run_dir / rundir.EXAMPLES, record)
-                rundir.append(run_dir / rundir.CALLS, cassette_line(example.id, calls, cassette_kind))
-                finished += 1
-                bar.update(record)
-                if on_event is not None:
-                    progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
-                                           record["correct"], outcome.reason)  # fmt: skip
-                    on_event(example.id, progress)
+            lines = rundir.json_line(record), rundir.json_line(cassette_line(example.id, calls, cassette_kind))
+        # The next example may start while these lines go to disk; this one counts once they are there.
+        await writer.write(*lines)
+        finished += 1
+        bar.update(record)
+        if on_event is not None:
+            progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
+                                   record["correct"], outcome.reason)  # fmt: skip
+            on_event(example.id, progress)
 
     try:
         # A TaskGroup cancels and awaits the examples in flight if one raises (a bug of ours),
@@ -316,6 +320,7 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
         except BaseExceptionGroup as failed:
             raise failed.exceptions[0] from None
     finally:
+        await writer.aclose()
         bar.close()
     return finished
 

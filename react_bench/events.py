@@ -13,7 +13,9 @@ Every event is a frozen dataclass with a ``type`` tag; ``event_to_dict`` seriali
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from react_bench.types import StopReason, Usage
@@ -198,9 +200,23 @@ AGENT_EVENT_TYPES: tuple[type, ...] = get_args(AgentEvent)
 STREAM_EVENT_TYPES: tuple[type, ...] = get_args(StreamEvent)
 
 
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls)) for cls in AGENT_EVENT_TYPES + STREAM_EVENT_TYPES
+}
+
+
 def event_to_dict(event: AgentEvent | StreamEvent) -> dict[str, Any]:
-    """JSON-ready dict of an event (usage and stop reasons flattened)."""
-    data = asdict(event)
-    if isinstance(data.get("stop_reason"), StopReason):
-        data["stop_reason"] = data["stop_reason"].value
+    """JSON-ready dict of an event (usage and stop reasons flattened), as ``asdict`` would give
+    it but without its deep copies: a few fields, once per event of every trajectory."""
+    data: dict[str, Any] = {}
+    for name in _FIELD_NAMES[type(event)]:
+        value = getattr(event, name)
+        if isinstance(value, Usage):
+            value = value.to_dict()
+        elif isinstance(value, StopReason):
+            value = value.value
+        elif isinstance(value, Mapping):  # tool arguments: a copy, so the record is its own
+            nested = any(isinstance(v, (dict, list)) for v in value.values())
+            value = copy.deepcopy(dict(value)) if nested else dict(value)
+        data[name] = value
     return data

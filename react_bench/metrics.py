@@ -50,6 +50,7 @@ _PUNCTUATION: frozenset[str] = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 # Exact binomial below this many discordant pairs (the usual textbook threshold).
 _CHUNK = 1000
+_CHUNK_ELEMENTS = 250_000
 
 
 def normalize_answer(text: str) -> str:
@@ -148,8 +149,11 @@ def _bootstrap_means(values: np.ndarray, n_resamples: int, seed: int) -> np.ndar
         raise ValueError("n_resamples must be at least 1")
     rng = np.random.default_rng(seed)
     means = np.empty(n_resamples)
-    for start in range(0, n_resamples, _CHUNK):
-        size = min(_CHUNK, n_resamples - start)
+    # At most about _CHUNK_ELEMENTS indices at once (memory stays flat for any run size); an
+    # even count per chunk, so the draws are the same numbers however they are chunked.
+    rows = max(2, min(_CHUNK, _CHUNK_ELEMENTS // values.size) // 2 * 2)
+    for start in range(0, n_resamples, rows):
+        size = min(rows, n_resamples - start)
         idx = rng.integers(0, values.size, size=(size, values.size))
         means[start : start + size] = values[idx].mean(axis=1)
     return means

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,34 @@ PAPER_TABLE1 = {
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    return list(iter_records(run_dir))
+
+
+def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The records of ``examples.jsonl`` one at a time (a run's file can be large)."""
     path = Path(run_dir) / "examples.jsonl"
     if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                yield json.loads(line)
+
+
+_SUMMARY_FIELDS = ("id", "em", "f1", "accuracy", "correct", "in_label_set", "usage", "reason", "route", "retries",
+                   "request_cache", "replaced_chars", "bad_calls", "repairs", "cost_usd", "steps")  # fmt: skip
+
+
+def _scalars(record: dict[str, Any]) -> dict[str, Any]:
+    """What ``summarize`` needs of a record: its scalar fields (and the groups of its
+    metadata), plus the two figures read from the trajectory (failure label, grounded), so
+    a run of any size is summarised holding one trajectory at a time."""
+    out = {k: record[k] for k in _SUMMARY_FIELDS if k in record}
+    metadata = record.get("metadata") or {}
+    out["metadata"] = {k: metadata[k] for k in ("type", "level", "label") if k in metadata}
+    out["_failure_label"] = failure_label(record)
+    out["_grounded"] = grounded(record.get("prediction") or "", observations(record))
+    return out
 
 
 def load_examples(run_dir: str | Path):
@@ -42,7 +67,7 @@ def load_examples(run_dir: str | Path):
 
 
 def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
-    records = read_records(run_dir)
+    records = [_scalars(r) for r in iter_records(run_dir)]
     run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
     metric_names = [m for m in ("em", "f1", "accuracy") if records and m in records[0]]
     metrics: dict[str, Any] = {
@@ -79,9 +104,9 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
         # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
         metrics["out_of_label_set"] = sum(1 for r in records if not r["in_label_set"])
     metrics["cost_usd"] = _cost(records)
-    labels = [failure_label(r) for r in records]
+    labels = [r["_failure_label"] for r in records]
     metrics["failure_labels"] = {label: labels.count(label) for label in FAILURE_LABELS if label in labels}
-    is_grounded = [grounded(r.get("prediction") or "", observations(r)) for r in records]
+    is_grounded = [r["_grounded"] for r in records]
     metrics["grounded"] = sum(is_grounded) / len(records) if records else 0.0
     metrics["grounded_accuracy"] = (
         sum(1 for r, g in zip(records, is_grounded, strict=True) if g and r.get("correct")) / len(records)

@@ -5,8 +5,9 @@ with ``run.json``, ``examples.jsonl``, ``calls.jsonl``, ``metrics.json``.
 
 Rules a next engineer needs:
 - An example counts as finished only with a complete line in BOTH ``examples.jsonl`` and
-  ``calls.jsonl``. A crash can cut a line or fall between the two; on resume both files are
-  cut back to exactly the finished ids (atomically: a crash then leaves the old file or the
+  ``calls.jsonl``, fsynced (``RunWriter``: group commits off the event loop). A crash can
+  cut a line or fall between the two; on resume both files are cut back to exactly the
+  finished ids (atomically: a crash then leaves the old file or the
   new, never half), so nothing is counted twice and the cassette stays in step.
 - ``retry_errors``: the examples that ended with reason ``error`` (a fault that outlived
   the retries) are taken out of both files the same way and run again; the new line
@@ -19,6 +20,7 @@ Rules a next engineer needs:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -125,11 +127,59 @@ def json_line(record: dict[str, Any]) -> bytes:
         return (json.dumps(record, ensure_ascii=True) + "\n").encode("ascii")
 
 
-def append(path: Path, record: dict[str, Any]) -> None:
-    with path.open("ab") as f:
-        f.write(json_line(record))
-        f.flush()
-        os.fsync(f.fileno())
+class RunWriter:
+    """Appends finished examples to ``examples.jsonl`` and ``calls.jsonl``: durably, in order,
+    and off the event loop.
+
+    ``await writer.write(example_line, calls_line)`` returns once both lines are on disk
+    (written and fsynced); only then does the example count as finished. Writing is a group
+    commit: the lines of every example that finishes while a batch is being written go out
+    together in the next batch, each file written once and fsynced once, in a worker thread,
+    so the examples in flight never wait for the disk. A failed write fails every example of
+    its batch (the run stops with the error); nothing is reported finished that is not on disk.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self._files = ((run_dir / EXAMPLES).open("ab"), (run_dir / CALLS).open("ab"))
+        self._pending: list[tuple[bytes, bytes, asyncio.Future[None]]] = []
+        self._flusher: asyncio.Task[None] | None = None
+        self.batches = 0
+
+    async def write(self, example_line: bytes, calls_line: bytes) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self._pending.append((example_line, calls_line, done))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush())
+        await asyncio.shield(done)  # a cancelled example's lines still go out whole, or not at all
+
+    async def _flush(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                await asyncio.to_thread(self._write, [b[0] for b in batch], [b[1] for b in batch])
+            except BaseException as exc:  # noqa: BLE001 - handed to every example of the batch
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc if isinstance(exc, Exception) else OSError(str(exc)))
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for *_, done in batch:
+                if not done.done():
+                    done.set_result(None)
+
+    def _write(self, example_lines: list[bytes], calls_lines: list[bytes]) -> None:
+        for f, lines in zip(self._files, (example_lines, calls_lines), strict=True):
+            f.write(b"".join(lines))
+            f.flush()
+            os.fsync(f.fileno())
+        self.batches += 1
+
+    async def aclose(self) -> None:
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        for f in self._files:
+            f.close()
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

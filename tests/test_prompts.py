@@ -298,6 +298,6 @@ def test_tool_use_exemplars_become_native_turns(task: str) -> None:
     assert [m.role for m in turns] == ["user", "assistant"] * (len(turns) // 2) + ["user"] * (len(turns) % 2)
     questions = [b.text for m in turns for b in m.content if isinstance(b, TextBlock) and m.role == "user"]
     assert len(questions) == COUNTS[task] and all(q.startswith(f"{TASKS[task]}: ") for q in questions)
-    assert exemplar_conversation(spec, "react", 0) == []
+    assert exemplar_conversation(spec, "react", 0) == ()
     two = exemplar_conversation(spec, "react", 2)
     assert sum(1 for m in two for b in m.content if isinstance(b, TextBlock) and m.role == "user") == 2

@@ -313,7 +313,8 @@ def place_breakpoints(arguments: dict[str, Any], points: tuple[tuple[int, int], 
         head[-1] = {**head[-1], "cache_control": _CACHE}
     for i, message in enumerate(messages):
         for j, block in enumerate(message["content"]):
-            tokens += _estimate(block) if block is not None else 0
+            if block is not None and tokens < minimum:  # past the minimum, every later prefix is too
+                tokens += _estimate(block)
             if (i, j) in points and block is not None and block["type"] in _CACHEABLE and tokens >= minimum:
                 marks.append((i, j))
     for i, j in marks[-(3 if head and "cache_control" in head[-1] else 4) :]:

@@ -109,9 +109,19 @@ class ModelClient(Protocol):
 
 class ModelLayer:
     """What every model layer (retries, rate limits, the request cache, recording) shares: it
-    wraps ``inner`` (a ``ModelClient``) and passes everything but ``stream`` through."""
+    wraps ``inner`` (a ``ModelClient``) and passes everything but the call through. A layer
+    implements ``stream_response`` (events, then the response: see ``stream_response`` below);
+    its ``stream`` is that without the response."""
 
     inner: ModelClient
+
+    def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        raise NotImplementedError
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        async for item in self.stream_response(request):
+            if not isinstance(item, ModelResponse):
+                yield item
 
     @property
     def name(self) -> str:
@@ -158,17 +168,36 @@ def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[Model
     return (replace(request, **changes) if changes else request), tuple(dropped)
 
 
+async def stream_response(client: ModelClient, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+    """One call: its ``StreamEvent``s as they come, then the whole ``ModelResponse``, last.
+
+    The response is assembled once per call however many layers it passes: a layer (or a
+    client) with a ``stream_response`` method hands on the response it already holds (the
+    retry layer assembles it, the request cache reads it, the recorder records it); only a
+    bare client's events are assembled here, with the pure collector."""
+    own = getattr(client, "stream_response", None)
+    if own is not None:
+        async for item in own(request):
+            yield item
+        return
+    from react_bench.models.collector import ResponseCollector
+
+    collector = ResponseCollector()
+    async for event in client.stream(request):
+        collector.feed(event)
+        yield event
+    yield collector.response()
+
+
 async def generate(
     client: ModelClient,
     request: ModelRequest,
     on_event: Callable[[StreamEvent], None] | None = None,
 ) -> ModelResponse:
     """Run one streamed call to completion and return the assembled response."""
-    from react_bench.models.collector import ResponseCollector
-
-    collector = ResponseCollector()
-    async for event in client.stream(request):
-        collector.feed(event)
+    async for item in stream_response(client, request):
+        if isinstance(item, ModelResponse):
+            return item
         if on_event is not None:
-            on_event(event)
-    return collector.response()
+            on_event(item)
+    raise AssertionError("a call's stream ends with its response")

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, innermost
-from react_bench.models.collector import ResponseCollector, response_to_events
+from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, innermost, stream_response
+from react_bench.models.collector import response_to_events
 from react_bench.models.counting import count, served_from_cache
 from react_bench.types import ModelResponse, response_from_dict, response_to_dict
 
@@ -71,7 +71,7 @@ class CachedModel(ModelLayer):
         key = request_key(innermost(self.inner), self.inner.name, request)
         return self.directory / key[:2] / f"{key}.json"
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
         path = self.path(request)
         if self.mode == "on":
             stored = read_entry(path)
@@ -80,15 +80,15 @@ class CachedModel(ModelLayer):
                 served_from_cache(stored.id)
                 for event in response_to_events(stored):
                     yield event
+                yield stored
                 return
-        events = [event async for event in self.inner.stream(request)]
+        items = [item async for item in stream_response(self.inner, request)]
         count("cache_misses")
-        collector = ResponseCollector()
-        for event in events:
-            collector.feed(event)
-        write_entry(path, response_to_dict(collector.response()))
-        for event in events:
-            yield event
+        response = items[-1]
+        assert isinstance(response, ModelResponse)
+        write_entry(path, response_to_dict(response))
+        for item in items:
+            yield item
 
 
 def read_entry(path: Path) -> ModelResponse | None:
@@ -123,15 +123,15 @@ class LimitedModel(ModelLayer):
             gap = max(gap, 60.0 * estimate_input_tokens(request) / self.tokens_per_minute)
         return gap
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
         async with self._lock:  # one queue for the run: FIFO, shared by all examples
             now = time.monotonic()
             start = max(now, self._next)
             self._next = start + self.interval(request)
         if start > now:
             await asyncio.sleep(start - now)
-        async for event in self.inner.stream(request):
-            yield event
+        async for item in stream_response(self.inner, request):
+            yield item
 
 
 def estimate_input_tokens(request: ModelRequest) -> int:

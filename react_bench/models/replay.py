@@ -28,8 +28,16 @@ from typing import Any, Literal
 
 from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelClient, ModelError, ModelLayer, ModelRequest, adapt_request
-from react_bench.models.collector import ResponseCollector, response_to_events
+from react_bench.models.base import (
+    ModelCapabilities,
+    ModelClient,
+    ModelError,
+    ModelLayer,
+    ModelRequest,
+    adapt_request,
+    stream_response,
+)
+from react_bench.models.collector import response_to_events
 from react_bench.types import (
     ModelResponse,
     StopReason,
@@ -86,20 +94,17 @@ class RecordingModel(ModelLayer):
     def __getattr__(self, attr: str) -> Any:  # close() etc. of the wrapped client
         return getattr(self.inner, attr)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        collector = ResponseCollector()
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
         calls = _CALLS.get()
         try:
-            async for event in self.inner.stream(request):
-                collector.feed(event)
-                yield event
-            response = collector.response()
+            async for item in stream_response(self.inner, request):
+                if isinstance(item, ModelResponse) and calls is not None:
+                    calls.append(item)  # before it is handed on: the caller may stop reading there
+                yield item
         except Exception as exc:
             if calls is not None:
                 calls.append(RecordedFailure(f"{type(exc).__name__}: {exc}"))
             raise
-        if calls is not None:
-            calls.append(response)
 
 
 def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Recorded]]]:

@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 from react_bench.events import MessageStop, StreamEvent
 from react_bench.models.base import ModelClient, ModelError, ModelLayer, ModelRequest
+from react_bench.models.collector import collect
 from react_bench.models.counting import count
+from react_bench.types import ModelResponse
 
 
 class StreamCut(ModelError):
@@ -54,7 +56,7 @@ class RetryingModel(ModelLayer):
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
         attempt = 0
         while True:
             try:
@@ -70,15 +72,16 @@ class RetryingModel(ModelLayer):
                 attempt += 1
                 count("retries")
                 continue
-            for event in events:
-                yield event
+            for item in events:
+                yield item
             return
 
-    async def _attempt(self, request: ModelRequest) -> list[StreamEvent]:
+    async def _attempt(self, request: ModelRequest) -> list[StreamEvent | ModelResponse]:
+        """The attempt's events and, last, its response (assembled here, once)."""
         events = [event async for event in self.inner.stream(request)]
         if not any(isinstance(e, MessageStop) for e in events):
             raise StreamCut()
-        return events
+        return [*events, collect(events)]
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None and retry_after >= 0:

@@ -19,8 +19,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
-from react_bench.models.base import ModelClient, ModelRequest
-from react_bench.models.collector import ResponseCollector
+from react_bench.models.base import ModelClient, ModelRequest, stream_response
 from react_bench.models.stopping import cut_at_stop
 from react_bench.types import Message, ModelResponse, TextBlock, Usage
 
@@ -54,16 +53,16 @@ async def stream_turn(
     """Stream one call (counted in ``stats``): yield text/thinking deltas as AgentEvents,
     then the whole response."""
     stats.calls += 1
-    collector = ResponseCollector()
-    async for event in model.stream(request):
-        collector.feed(event)
-        if isinstance(event, TextDelta) and event.text:
-            yield AssistantTextDelta(step, event.text)
-        elif isinstance(event, ThinkingDelta) and event.thinking:
-            yield AssistantThinkingDelta(step, event.thinking)
-    response = collector.response()
-    stats.replaced_chars += response.replaced_chars
-    yield response
+    async for item in stream_response(model, request):
+        if isinstance(item, TextDelta):
+            if item.text:
+                yield AssistantTextDelta(step, item.text)
+        elif isinstance(item, ThinkingDelta):
+            if item.thinking:
+                yield AssistantThinkingDelta(step, item.thinking)
+        elif isinstance(item, ModelResponse):
+            stats.replaced_chars += item.replaced_chars
+            yield item
 
 
 @dataclass(frozen=True)

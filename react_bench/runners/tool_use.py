@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -130,10 +131,12 @@ class ToolUsePolicy:
 _STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
 
 
-def exemplar_conversation(prompt: PromptSpec, style: str, shots: int | None) -> list[Message]:
-    """The text exemplars of ``prompt`` as tool-use turns (see the module docstring)."""
+@functools.lru_cache(maxsize=32)
+def exemplar_conversation(prompt: PromptSpec, style: str, shots: int | None) -> tuple[Message, ...]:
+    """The text exemplars of ``prompt`` as tool-use turns (see the module docstring); the same
+    for every request of a run, so built once."""
     if shots == 0 or not prompt.exemplars.strip():
-        return []
+        return ()
     messages: list[Message] = []
     pending: list[ContentBlock] = []  # the next user message: tool results, then a question
     count = 0
@@ -159,7 +162,7 @@ def exemplar_conversation(prompt: PromptSpec, style: str, shots: int | None) -> 
                 pending[-1] = ToolResultBlock(pending[-1].tool_use_id, text)
     if pending:
         messages.append(Message("user", tuple(pending)))
-    return messages
+    return tuple(messages)
 
 
 def _split_exemplars(text: str, label: str) -> list[list[Any]]:

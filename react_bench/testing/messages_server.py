@@ -8,7 +8,12 @@ Responses are scripted per test: a queue of specs (``Reply``, ``Fault``, ``Dropp
 ``StreamError``, ``RawStream``) or a ``responder`` callable (request body -> spec). A
 request is validated BEFORE a spec is taken, like the real API, so a 400 consumes nothing;
 ``assert_complete`` fails when specs are left. Every request is recorded with its headers
-(credential values replaced by ``<redacted>``) and body.
+(credential values replaced by ``<redacted>``), body, and when it arrived and was answered.
+
+For benchmarks: ``latency_s`` holds every Messages reply that long before its first byte
+(the model's time), and ``requests_per_minute`` enforces a rate limit the way the API
+documents it (``RequestLimiter``: a token bucket; 429 ``rate_limit_error`` with
+``retry-after`` when it is empty).
 
 Validation (``check_request``) enforces the rules the loop and the client must respect,
 with the API's error shape ``{"type": "error", "error": {"type": ..., "message": ...}}``:
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import random
 import re
 import socket
@@ -79,6 +85,7 @@ class RecordedRequest:
     body: dict[str, Any]
     status: int = 0
     received: float = field(default_factory=time.monotonic)  # when it arrived (rate-limit checks)
+    answered: float = 0.0  # when its answer was written (0: not yet)
 
 
 _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -109,6 +116,42 @@ class Batch:
             "results_url": f"{base_url}/v1/messages/batches/{self.id}/results" if self.ended else None,
             "archived_at": None,
             "cancel_initiated_at": None,
+        }
+
+
+class RequestLimiter:
+    """A requests-per-minute limit as the API applies it: a token bucket, continuously
+    replenished at ``rpm / 60`` per second and holding at most one second's worth (the API's
+    documentation: a per-minute limit may be enforced over shorter intervals, 60 RPM as one
+    request per second). A request that finds the bucket empty is answered 429
+    ``rate_limit_error`` with ``retry-after``; ``rejected`` counts them."""
+
+    def __init__(self, requests_per_minute: float) -> None:
+        self.rpm = float(requests_per_minute)
+        self.rate = self.rpm / 60.0
+        self.capacity = max(1.0, self.rate)
+        self._tokens = self.capacity
+        self._at = time.monotonic()
+        self._lock = threading.Lock()
+        self.rejected = 0
+
+    def admit(self) -> float | None:
+        """None if the request may go, else the seconds until a token is there."""
+        with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens >= 1.0:
+                self._tokens -= 1.0
+                return None
+            self.rejected += 1
+            return (1.0 - self._tokens) / self.rate
+
+    def headers(self, wait_s: float) -> dict[str, str]:
+        return {
+            "retry-after": str(max(1, math.ceil(wait_s))),  # whole seconds, as the API sends it
+            "anthropic-ratelimit-requests-limit": str(int(self.rpm)),
+            "anthropic-ratelimit-requests-remaining": "0",
         }
 
 
@@ -282,8 +325,13 @@ class MessagesServer:
         min_cache_tokens: int | None = None,  # None: each model's documented minimum (as the API)
         fault_rate: float = 0.0,
         fault_seed: int = 0,
+        latency_s: float = 0.0,
+        requests_per_minute: float | None = None,
     ) -> None:
         self.responder = responder
+        # How long the model takes: each Messages reply waits this long before its first byte.
+        self.latency_s = latency_s
+        self.limiter = RequestLimiter(requests_per_minute) if requests_per_minute else None
         # Fault injection: each reply is replaced, with probability fault_rate, by one of the
         # failures a real API shows (FAULT_KINDS); ``faults`` counts what was injected.
         self.fault_rate = fault_rate
@@ -310,7 +358,7 @@ class MessagesServer:
 
     def start(self) -> None:
         handler = type("MessagesHandler", (_Handler,), {"state": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="messages-server", daemon=True
@@ -404,6 +452,10 @@ class MessagesServer:
                 return StreamError(spec, after_events=cut)
 
 
+class _HTTPServer(ThreadingHTTPServer):
+    request_queue_size = 512  # the listen backlog: many clients connecting at once are all accepted
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked SSE, like the real API
     timeout = 10  # an idle keep-alive connection ends instead of holding a thread
@@ -411,6 +463,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet test output
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        # Each SSE event is its own small write: without this, Nagle's algorithm holds it until
+        # the client's delayed ACK (about 40 ms a response), a stall the real API does not have.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
@@ -422,7 +480,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._recorded = RecordedRequest(self.path, headers, body if isinstance(body, dict) else {})
         number = self.state._record(self._recorded)
         self._request_id = f"req_local_{number:04d}"
-        self._answer(body if isinstance(body, dict) else None, number)
+        try:
+            self._answer(body if isinstance(body, dict) else None, number)
+        finally:
+            self._recorded.answered = time.monotonic()
 
     def handle(self) -> None:
         with contextlib.suppress(ConnectionResetError, BrokenPipeError):
@@ -485,11 +546,19 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(ApiError(404, "not_found_error", f"Not Found: {self.path}"))
         if not (self.headers.get("x-api-key") or self.headers.get("authorization")):
             return self._error(ApiError(401, "authentication_error", "x-api-key header is required"))
+        limiter = self.state.limiter
+        wait = limiter.admit() if limiter is not None else None
+        if wait is not None:
+            assert limiter is not None
+            error = ApiError(429, "rate_limit_error", "Number of requests has exceeded your per-minute rate limit")
+            return self._error(error, limiter.headers(wait))
         if body is None:
             return self._error(_invalid("The request body is not valid JSON."))
         problem = check_request(body)
         if problem is not None:
             return self._error(problem)
+        if self.state.latency_s > 0:
+            time.sleep(self.state.latency_s)
         spec = self.state._next_spec(body)
         if spec is None:
             return self._error(_invalid("messages server: the test script has no response left for this request"))

@@ -1,0 +1,272 @@
+"""Benchmark the harness's own time per step: what it adds to every model call.
+
+    python scripts/bench_loop.py                 # writes results/bench/loop.{md,json}
+    python scripts/bench_loop.py --episodes 200  # quicker, noisier
+
+What is measured (HotpotQA, mode=react, the offline wiki, 7-step walks that search the
+questions' real supporting pages, look up, and finish; ``react_bench.testing.walker``):
+1. In process: ``evaluate`` with an in-process model of no latency, concurrency 1, both
+   runners, ``--episodes`` episodes each. A step's harness time is the time from one model
+   call's start to the next call's start in the same episode, less the stand-in model's own
+   time (building its response and events, measured around it): the loop, the policy, the
+   wiki action, the events. The per-example work (scoring, the record, writing both lines)
+   is the time from an episode's last call to the next episode's first, less one step.
+   A ``cProfile`` of a fifth of the episodes gives the top costs.
+2. Through the Claude client: the same walks answered by the project's Messages API server
+   (another process, zero latency) through the official SDK, ``--claude-episodes`` per
+   runner: this process's CPU time per model call (client, SDK, HTTP, loop, wiki, writes).
+3. At 1 s per model call (``--latency-episodes`` per runner, same server with 1 s latency):
+   the harness's share of wall time from the first call's arrival to the last answer,
+   (that window - the server's time on the calls) / that window.
+
+Goals (issue 16): median step at most 0.5 ms in process, wiki included; at most 2.5 ms CPU
+per model call on the Claude path; at most 1% of wall time at 1 s per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import pstats
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchlib import (
+    check,
+    checks_markdown,
+    claude_model,
+    environment,
+    environment_line,
+    hotpotqa_plans,
+    hotpotqa_split,
+    percentile,
+    server_process,
+    write_results,
+)
+
+from react_bench.console import quiet_console
+from react_bench.evaluate import evaluate
+from react_bench.events import StreamEvent
+from react_bench.models.base import ModelRequest
+from react_bench.models.collector import response_to_events
+from react_bench.modes import SolveSettings
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig
+from react_bench.testing.walker import Walk, WalkingModel
+
+STEPS = 7
+RUNNERS = ("text", "tool_use")
+
+
+@dataclass
+class TimedWalker(WalkingModel):
+    """The walker, noting when each call starts and how long the stand-in itself took."""
+
+    starts: list[float] = field(default_factory=list)
+    own: list[float] = field(default_factory=list)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        start = time.perf_counter()
+        self.starts.append(start)
+        self.calls += 1
+        events = response_to_events(self.respond(request))
+        self.own.append(time.perf_counter() - start)
+        for event in events:
+            yield event
+
+
+def run_config(runner: str, n: int, results: Path, model: dict[str, Any]) -> RunConfig:
+    return RunConfig(
+        task=TaskConfig(name="hotpotqa", n=n, split=hotpotqa_split(n)),
+        model=model,
+        solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
+        results_dir=results,
+        progress=False,
+        show="none",
+        request_cache="off",
+    )
+
+
+def in_process(runner: str, episodes: int, plans: dict, work: Path, profile: bool = False) -> dict[str, Any]:
+    model = TimedWalker(Walk(STEPS, plans))
+    cfg = run_config(runner, episodes, work / f"{runner}-{episodes}-{profile}", {"provider": "walker"})
+    profiler = cProfile.Profile() if profile else None
+    wall = time.perf_counter()
+    cpu = time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    result = asyncio.run(evaluate(cfg, out=io.StringIO(), model=model))
+    if profiler is not None:
+        profiler.disable()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    assert result.metrics["n"] == episodes and result.metrics["mean_steps"] == STEPS, result.metrics
+    if profiler is not None:
+        return {"top": top_costs(profiler, cpu)}
+    steps: list[float] = []
+    between: list[float] = []
+    for i in range(1, len(model.starts)):
+        gap = model.starts[i] - model.starts[i - 1] - model.own[i - 1]
+        (between if i % STEPS == 0 else steps).append(gap)
+    step_median = statistics.median(steps)
+    return {
+        "episodes": episodes,
+        "calls": model.calls,
+        "em": round(result.metrics["em"]["mean"], 3),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "stand_in_model_s": round(sum(model.own), 2),
+        "step_ms": {
+            "median": round(1e3 * step_median, 3),
+            "p99": round(1e3 * percentile(steps, 99), 3),
+            "mean": round(1e3 * statistics.fmean(steps), 3),
+        },  # fmt: skip
+        "per_example_work_ms": round(1e3 * (statistics.median(between) - step_median), 3),
+        "episode_ms": round(1e3 * (wall - sum(model.own)) / episodes, 3),
+    }
+
+
+def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[str, Any]]:
+    stats = pstats.Stats(profiler)
+    rows = []
+    for (file, line, func), (_, calls, own, cumulative, _) in stats.stats.items():  # type: ignore[attr-defined]
+        where = file.split("site-packages/")[-1].split("/main/")[-1]
+        rows.append({"function": f"{where}:{line}({func})", "calls": calls, "own_s": own, "cumulative_s": cumulative})
+    rows.sort(key=lambda r: r["own_s"], reverse=True)
+    total = sum(r["own_s"] for r in rows)
+    return [
+        {
+            **r,
+            "own_s": round(r["own_s"], 3),
+            "cumulative_s": round(r["cumulative_s"], 3),
+            "own_share": round(r["own_s"] / total, 3),
+        }  # fmt: skip
+        for r in rows[:n]
+    ]
+
+
+def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0) -> dict[str, Any]:
+    with server_process(steps=STEPS, plans=episodes, latency_s=latency_s) as server:
+        cfg = run_config(runner, episodes, work / f"claude-{runner}-{latency_s}", claude_model(server.base_url))
+        wall = time.perf_counter()
+        cpu = time.process_time()
+        result = asyncio.run(evaluate(cfg, out=io.StringIO()))
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    stats = server.stats
+    assert stats is not None and result.metrics["n"] == episodes and result.metrics["errors"] == 0, result.metrics
+    calls = len(stats.received)
+    on_server = sum(a - r for a, r in zip(stats.answered, stats.received, strict=True))
+    window = max(stats.answered) - min(stats.received)  # first call to last answer: the run's loop
+    return {
+        "episodes": episodes,
+        "calls": calls,
+        "em": round(result.metrics["em"]["mean"], 3),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_call": round(1e3 * cpu / calls, 3),
+        "server_s": round(on_server, 2),
+        "calls_window_s": round(window, 2),
+        "harness_share_of_wall": round((window - on_server) / window, 4),
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = [
+        "# The harness's own time per step",
+        "",
+        environment_line(result["environment"]),
+        "",
+        "Produced by `python scripts/bench_loop.py`. HotpotQA, mode=react, the offline wiki, walks of "
+        f"{STEPS} steps (search, lookup, ..., finish) over each question's real supporting pages.",
+        "",
+        *checks_markdown(result["checks"]),
+        "",
+        "## In process (a stand-in model with no latency, concurrency 1)",
+        "",
+        "| runner | episodes | step median (ms) | step p99 (ms) | per-example work (ms) | per episode (ms) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for runner, r in result["in_process"].items():
+        s = r["step_ms"]
+        lines.append(f"| {runner} | {r['episodes']} | {s['median']} | {s['p99']} | {r['per_example_work_ms']} | "
+                     f"{r['episode_ms']} |")  # fmt: skip
+    lines += ["", "## Through the Claude client (official SDK, local Messages API server in another process)", "",
+              "| runner | latency | episodes | calls | CPU per call (ms) | wall (s) | harness share of wall |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for key, r in result["claude"].items():
+        runner, latency = key.rsplit("@", 1)
+        lines.append(f"| {runner} | {latency} | {r['episodes']} | {r['calls']} | {r['cpu_ms_per_call']} | "
+                     f"{r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |")  # fmt: skip
+    for runner, top in result["profile"].items():
+        lines += ["", f"## Top costs in process ({runner} runner, cProfile, own time)", "",
+                  "| function | calls | own (s) | share |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| `{t['function']}` | {t['calls']} | {t['own_s']} | {100 * t['own_share']:.1f}% |" for t in top]
+    return "\n".join(lines)
+
+
+def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for runner, r in result["in_process"].items():
+        value = r["step_ms"]["median"]
+        out.append(check(f"median harness time per step in process, {runner} runner, wiki included (ms)", value,
+                         "<= 0.5", value <= 0.5))  # fmt: skip
+    for key, r in result["claude"].items():
+        runner, latency = key.rsplit("@", 1)
+        if latency == "0s":
+            value = r["cpu_ms_per_call"]
+            out.append(check(f"CPU per model call on the Claude path, {runner} runner (ms)", value, "<= 2.5",
+                             value <= 2.5))  # fmt: skip
+        else:
+            value = round(100 * r["harness_share_of_wall"], 3)
+            out.append(check(f"harness share of wall time at {latency} per call, {runner} runner (%)", value,
+                             "<= 1", value <= 1.0))  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=1000)
+    parser.add_argument("--claude-episodes", type=int, default=200)
+    parser.add_argument("--latency-episodes", type=int, default=4)
+    parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
+    args = parser.parse_args(argv)
+    import json
+
+    from benchlib import BENCH_DIR
+
+    if args.render:
+        stored = json.loads((BENCH_DIR / "loop.json").read_text())
+        stored["checks"] = checks(stored)
+        write_results("loop", stored, render(stored))
+        return 0
+    result: dict[str, Any] = {"environment": environment(), "in_process": {}, "profile": {}, "claude": {}}
+    plans = hotpotqa_plans(args.episodes)
+    quiet_console()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for runner in RUNNERS:
+            in_process(runner, min(50, args.episodes), plans, work)  # warm-up: caches, imports
+            result["in_process"][runner] = in_process(runner, args.episodes, plans, work)
+            print(runner, result["in_process"][runner], flush=True)
+            profiled = in_process(runner, max(50, args.episodes // 5), plans, work, profile=True)
+            result["profile"][runner] = profiled["top"]
+        claude_path("text", 3, work)  # warm-up: the SDK's import and first connection are startup, not steps
+        for runner in RUNNERS:
+            result["claude"][f"{runner}@0s"] = claude_path(runner, args.claude_episodes, work)
+            print(runner, result["claude"][f"{runner}@0s"], flush=True)
+        for runner in RUNNERS:
+            result["claude"][f"{runner}@1s"] = claude_path(runner, args.latency_episodes, work, latency_s=1.0)
+            print(runner, result["claude"][f"{runner}@1s"], flush=True)
+    result["checks"] = checks(result)
+    write_results("loop", result, render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

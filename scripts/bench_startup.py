@@ -1,0 +1,180 @@
+"""Benchmark start-up: from process start to the first model call, and what is imported.
+
+    python scripts/bench_startup.py              # writes results/bench/startup.{md,json}
+
+Two paths, each run ``--runs`` times after one untimed run (which fills the OS page cache and
+the project's on-disk caches, as any second run of a study finds them):
+- Claude: ``scripts/eval.py task=hotpotqa model=claude-sonnet-4-6 n=1`` against the project's
+  Messages API server (in this process); the first call is when the server receives the
+  first request (``time.monotonic``, one clock for both processes).
+- default: ``scripts/eval.py task=hotpotqa`` (the embedded local model); the first call is
+  when ``LocalModel.stream`` is first entered, noted by a small wrapper that runs eval.py
+  (it wraps that one method as the module is imported, nothing else).
+Then one ``python -X importtime`` run of each path: the top-level imports by cumulative
+time, and whether a heavy package the path does not use was imported.
+
+Goals (issue 16): at most 1.5 s to the first model call on the Claude path; import only
+what the chosen path uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchlib import KEY_ENV, REPO, check, checks_markdown, environment, environment_line, write_results
+
+from react_bench.testing.messages_server import MessagesServer
+from react_bench.testing.walker import Walk, WalkResponder
+
+EVAL = str(REPO / "scripts" / "eval.py")
+# Packages that one path or another uses; a path that does not use one must not import it.
+HEAVY = ("anthropic", "datasets", "llama_cpp", "pandas", "pyarrow", "scipy", "statsmodels", "matplotlib",
+         "inspect_ai", "wikipedia", "openai", "torch")  # fmt: skip
+USES = {"claude": {"anthropic"}, "default": {"llama_cpp"}}
+
+WRAPPER = """
+import importlib.abc, importlib.machinery, runpy, sys, time
+
+class Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "react_bench.models.local":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            original = module.LocalModel.stream
+            def stream(self, request):
+                if not getattr(Hook, "seen", False):
+                    Hook.seen = True
+                    print(f"FIRST_CALL {time.monotonic()}", file=sys.stderr, flush=True)
+                return original(self, request)
+            module.LocalModel.stream = stream
+        spec.loader.exec_module = exec_module
+        return spec
+
+sys.meta_path.insert(0, Hook())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def claude_args(base_url: str, results: Path) -> list[str]:
+    return [EVAL, "task=hotpotqa", "model=claude-sonnet-4-6", f"model.base_url={base_url}",
+            f"model.api_key_env={KEY_ENV}", "n=1", f"results_dir={results}", "show=none", "cache=false"]  # fmt: skip
+
+
+def default_args(results: Path) -> list[str]:
+    return [EVAL, "task=hotpotqa", "n=1", f"results_dir={results}", "show=none", "cache=false",
+            "protocol=custom", "max_steps=1"]  # fmt: skip
+
+
+def time_claude(server: MessagesServer, results: Path) -> float:
+    before = len(server.requests)
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, *claude_args(server.base_url, results)], capture_output=True, text=True)
+    if done.returncode != 0 or len(server.requests) <= before:
+        raise RuntimeError(f"the Claude run failed ({done.returncode}): {done.stderr[-2000:]}")
+    return server.requests[before].received - start
+
+
+def time_default(results: Path) -> float:
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", WRAPPER, *default_args(results)], capture_output=True, text=True)
+    marks = [line for line in done.stderr.splitlines() if line.startswith("FIRST_CALL ")]
+    if done.returncode not in (0, 3) or not marks:
+        raise RuntimeError(f"the default run failed ({done.returncode}): {done.stderr[-2000:]}")
+    return float(marks[0].split()[1]) - start
+
+
+def import_times(args: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
+    """Top-level imports by cumulative time (ms), and the packages imported at all."""
+    done = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True, text=True)
+    rows: list[dict[str, Any]] = []
+    imported: set[str] = set()
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        _, cumulative, name = (part.strip() for part in line.split(":", 1)[1].split("|"))
+        if not cumulative.isdigit():
+            continue
+        raw = line.split("|")[2]
+        imported.add(name.split(".")[0])
+        if not raw[1:].startswith("  "):  # depth 0: imported by the program itself
+            rows.append({"module": name, "ms": round(int(cumulative) / 1000, 1)})
+    rows.sort(key=lambda r: r["ms"], reverse=True)
+    return rows[:15], imported
+
+
+def render(result: dict[str, Any]) -> str:
+    lines = ["# Start-up: process start to the first model call", "", environment_line(result["environment"]), "",
+             "Produced by `python scripts/bench_startup.py`.", "", *checks_markdown(result["checks"]), "",
+             "| path | runs | median (s) | min (s) | max (s) | heavy packages imported |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for path, r in result["paths"].items():
+        lines.append(f"| {path} | {len(r['seconds'])} | {r['median_s']} | {min(r['seconds'])} | {max(r['seconds'])} | "
+                     f"{', '.join(r['heavy_imported']) or '-'} |")  # fmt: skip
+    for path, r in result["paths"].items():
+        lines += ["", f"## Top-level imports, {path} path (`-X importtime`, cumulative)", "", "| module | ms |",
+                  "|---|---|"]  # fmt: skip
+        lines += [f"| {row['module']} | {row['ms']} |" for row in r["imports"]]
+    return "\n".join(lines)
+
+
+def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    claude = result["paths"]["claude"]["median_s"]
+    out = [check("process start to the first model call, Claude path (s, median)", claude, "<= 1.5", claude <= 1.5)]
+    for path, r in result["paths"].items():
+        unused = r["unused_heavy_imported"]
+        out.append(check(f"heavy packages imported that the {path} path does not use", len(unused), "0 "
+                         f"(of {', '.join(HEAVY)})", not unused))  # fmt: skip
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
+    args = parser.parse_args(argv)
+    from benchlib import BENCH_DIR
+
+    if args.render:
+        stored = json.loads((BENCH_DIR / "startup.json").read_text())
+        stored["checks"] = checks(stored)
+        write_results("startup", stored, render(stored))
+        return 0
+    os.environ.setdefault(KEY_ENV, "local-bench-key-not-real")
+    result: dict[str, Any] = {"environment": environment(), "paths": {}}
+    with tempfile.TemporaryDirectory() as tmp, MessagesServer(responder=WalkResponder(Walk(steps=1))) as server:
+        results = Path(tmp)
+        timed = {"claude": lambda: time_claude(server, results), "default": lambda: time_default(results)}
+        arguments = {"claude": claude_args(server.base_url, results), "default": default_args(results)}
+        for path, run in timed.items():
+            run()  # untimed: page cache and on-disk caches
+            seconds = [round(run(), 3) for _ in range(args.runs)]
+            imports, imported = import_times(arguments[path])
+            heavy = sorted(p for p in HEAVY if p in imported)
+            result["paths"][path] = {
+                "seconds": seconds,
+                "median_s": round(statistics.median(seconds), 3),
+                "imports": imports,
+                "heavy_imported": heavy,
+                "unused_heavy_imported": [p for p in heavy if p not in USES[path]],
+            }
+            print(path, seconds, heavy, flush=True)
+    result["checks"] = checks(result)
+    write_results("startup", result, render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
