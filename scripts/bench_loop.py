@@ -14,7 +14,8 @@ questions' real supporting pages, look up, and finish; ``react_bench.testing.wal
    A ``cProfile`` of a fifth of the episodes gives the top costs.
 2. Through the Claude client: the same walks answered by the project's Messages API server
    (another process, zero latency) through the official SDK, ``--claude-episodes`` per
-   runner: this process's CPU time per model call (client, SDK, HTTP, loop, wiki, writes).
+   runner: this process's CPU time per model call (client, SDK, HTTP, loop, wiki, writes),
+   from the first step to the last example written (the run's set-up and summary apart).
 3. At 1 s per model call (``--latency-episodes`` per runner, same server with 1 s latency):
    the harness's share of wall time from the first call's arrival to the last answer,
    (that window - the server's time on the calls) / that window.
@@ -53,7 +54,7 @@ from benchlib import (
 
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
-from react_bench.events import StreamEvent
+from react_bench.events import AgentEvent, RunProgress, StreamEvent
 from react_bench.models.base import ModelRequest
 from react_bench.models.collector import response_to_events
 from react_bench.modes import SolveSettings
@@ -152,12 +153,18 @@ def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[
 
 
 def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0) -> dict[str, Any]:
+    marks: dict[str, float] = {}
+
+    def on_event(example_id: str, event: AgentEvent) -> None:  # CPU from the first step to the last write
+        marks.setdefault("first", time.process_time())
+        if isinstance(event, RunProgress):
+            marks["last"] = time.process_time()
+
     with server_process(steps=STEPS, plans=episodes, latency_s=latency_s) as server:
-        cfg = run_config(runner, episodes, work / f"claude-{runner}-{latency_s}", claude_model(server.base_url))
+        cfg = run_config(runner, episodes, work / f"claude-{runner}-{latency_s}-{episodes}", claude_model(server.base_url))
         wall = time.perf_counter()
-        cpu = time.process_time()
-        result = asyncio.run(evaluate(cfg, out=io.StringIO()))
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        result = asyncio.run(evaluate(cfg, out=io.StringIO(), on_event=on_event))
+        wall, cpu = time.perf_counter() - wall, marks["last"] - marks["first"]
     stats = server.stats
     assert stats is not None and result.metrics["n"] == episodes and result.metrics["errors"] == 0, result.metrics
     calls = len(stats.received)

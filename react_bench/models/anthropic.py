@@ -119,6 +119,7 @@ class AnthropicClient:
             timeout=config.timeout_s,
         )
         self.last_not_applied: tuple[str, ...] = ()
+        self._wire_cache = WireCache()
 
     async def aclose(self) -> None:
         await self._sdk.close()
@@ -135,7 +136,7 @@ class AnthropicClient:
         arguments: dict[str, Any] = {
             "model": self.config.name,
             "max_tokens": request.max_tokens,
-            "messages": _wire_messages(request.messages),
+            "messages": self._wire_cache.messages(request.messages),
         }
         if request.system:
             arguments["system"] = [{"type": "text", "text": request.system}]
@@ -267,19 +268,39 @@ def _wire_thinking(thinking: ThinkingConfig, max_tokens: int) -> dict[str, Any]:
     return {"type": "enabled", "budget_tokens": budget, "display": thinking.display}
 
 
-def _wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Messages in the API's form. Empty text blocks become ``None`` placeholders here (so a
+def _wire_message(message: Message) -> dict[str, Any]:
+    """A message in the API's form. Empty text blocks become ``None`` placeholders here (so a
     cache point's block index still points at the right block) and are dropped at the end
     of ``plan`` by ``_compact``."""
-    wire = []
-    for message in messages:
-        data = message_to_dict(message)
-        content = [
-            None if b["type"] == "text" and not b["text"] else {k: v for k, v in b.items() if k != "input_error"}
-            for b in data["content"]  # input_error: our note on a garbled input, not the API's
-        ]
-        wire.append({**data, "content": content})
-    return wire
+    data = message_to_dict(message)
+    content = [
+        None if b["type"] == "text" and not b["text"] else {k: v for k, v in b.items() if k != "input_error"}
+        for b in data["content"]  # input_error: our note on a garbled input, not the API's
+    ]
+    return {**data, "content": content}
+
+
+class WireCache:
+    """The wire form of the messages a run sends again and again (the exemplar turns and an
+    episode's history are the same ``Message`` objects request after request), kept by
+    object identity. Each request gets its own message dicts and content lists (``plan``
+    edits those); the block dicts are shared and never edited in place."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._cache: dict[int, tuple[Message, dict[str, Any]]] = {}
+
+    def messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
+        wire = []
+        for message in messages:
+            hit = self._cache.get(id(message))
+            if hit is None or hit[0] is not message:
+                if len(self._cache) >= self._size:
+                    self._cache.clear()
+                hit = self._cache[id(message)] = (message, _wire_message(message))
+            data = hit[1]
+            wire.append({**data, "content": list(data["content"])})
+        return wire
 
 
 def _compact(wire: list[dict[str, Any]]) -> None:
@@ -291,7 +312,10 @@ def _compact(wire: list[dict[str, Any]]) -> None:
 def _estimate(value: Any) -> int:
     """A generous token estimate (about 3 characters a token): a breakpoint is dropped only when
     its prefix is surely below the model's minimum, so no cacheable prefix goes unmarked."""
-    return len(json.dumps(value, ensure_ascii=False)) // 3
+    return len(_ENCODE(value)) // 3
+
+
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per call
 
 
 def place_breakpoints(arguments: dict[str, Any], points: tuple[tuple[int, int], ...] | None, minimum: int) -> None:
