@@ -3,8 +3,9 @@
     python scripts/bench_wiki.py                  # writes results/bench/wiki.{md,json}
     python scripts/bench_wiki.py --docs 100000    # a smaller synthetic corpus
 
-Targets (issue 3): search p50 <= 2 ms on the 6.6k-page HotpotQA wiki and <= 20 ms on 1M
-documents; build >= 20k documents/s.
+Targets (issues 3 and 16): search p50 <= 2 ms on the 6.6k-page HotpotQA wiki and <= 20 ms
+on 1M documents, for whole-question queries and for all query sets pooled; build >= 20k
+documents/s at 1M.
 
 What is measured:
 - build: ``build_from_distractor`` (HotpotQA) / ``build_from_jsonl`` (synthetic), wall time
@@ -14,8 +15,9 @@ What is measured:
   per query, after a warm-up with other queries of the same kinds. Query sets, from a random sample of pages: ``hit``
   (their titles), ``miss`` (a title with its last word replaced by another title word: no
   such page, Similar list), ``phrase`` (three consecutive words of the page's text, mostly
-  misses made of common words), and for HotpotQA ``question`` (whole question texts: long
-  queries full of common words). ``all`` pools them.
+  misses made of common words), and ``question``: whole questions, long queries full of
+  common words (HotpotQA: the dev questions' own text; synthetic: two runs of five words
+  from two pages' texts around their titles, as a bridge question reads). ``all`` pools them.
 
 Synthetic corpus: titles of 3 words from a 200k-word name vocabulary (uniform; unique in
 practice), texts of 40-136 words (mean 88, as the HotpotQA paragraphs) drawn from a
@@ -144,6 +146,17 @@ def _phrase(text: str, rng: random.Random) -> str:
     return " ".join(words[start : start + 3])
 
 
+def _question(first: tuple[str, str], second: tuple[str, str], rng: random.Random) -> str:
+    """A whole question over two pages, as a bridge question reads: runs of words from each
+    page's text (mostly common words) around the two titles; about 15 words."""
+    parts = []
+    for title, text in (first, second):
+        words = text.split()
+        start = rng.randrange(max(1, len(words) - 5))
+        parts += [" ".join(words[start : start + 5]), title]
+    return " ".join(parts) + "?"
+
+
 def query_sets(pages: list[tuple[str, str]], rng: random.Random) -> dict[str, list[str]]:
     vocab = sorted({w for title, _ in pages for w in title.split()})
     return {
@@ -194,6 +207,8 @@ def bench_synthetic(work: Path, docs: int, queries: int) -> dict:
     rng = random.Random(1)
     pages = _sample_pages(stats.path, 2 * queries, rng)
     sets, warm = query_sets(pages[:queries], rng), query_sets(pages[queries:], rng)
+    for chosen, half in ((sets, pages[:queries]), (warm, pages[queries:])):
+        chosen["question"] = [_question(half[i], half[(i + 1) % len(half)], rng) for i in range(len(half))]
     wiki = LocalWiki(stats.path)
     result = {
         "docs_in": stats.pages + stats.duplicates,
@@ -224,17 +239,20 @@ def _environment() -> dict:
 def _checks(result: dict) -> list[dict]:
     """One {name, value, goal, ok} per target, from the measured figures."""
     hp, syn = result["hotpotqa"], result.get("synthetic")
-    p50 = hp["search"]["all"]["p50_ms"]
-    checks = [{"name": "search p50 on the 6.6k HotpotQA wiki (ms, query sets pooled)", "value": p50,
-               "goal": f"<= {TARGETS['p50_ms_6k']}", "ok": p50 <= TARGETS["p50_ms_6k"]}]  # fmt: skip
+    checks = []
+    for name, corpus, goal in (("the 6.6k HotpotQA wiki", hp, TARGETS["p50_ms_6k"]),
+                               (f"{(syn or {}).get('pages', 0):,} documents", syn, TARGETS["p50_ms_1m"])):  # fmt: skip
+        if corpus is None:
+            continue
+        for label, key in (("whole-question", "question"), ("all query sets pooled", "all")):
+            if key in corpus["search"]:
+                p50 = corpus["search"][key]["p50_ms"]
+                checks.append({"name": f"search p50 on {name} (ms, {label})", "value": p50, "goal": f"<= {goal}",
+                               "ok": p50 <= goal})  # fmt: skip
     if syn is not None:
-        p50, rate = syn["search"]["all"]["p50_ms"], syn["build_docs_per_s"]
-        checks += [
-            {"name": "search p50 on 1M documents (ms, query sets pooled)", "value": p50,
-             "goal": f"<= {TARGETS['p50_ms_1m']}", "ok": p50 <= TARGETS["p50_ms_1m"]},
-            {"name": "build rate at 1M documents (docs/s)", "value": rate,
-             "goal": f">= {TARGETS['build_docs_per_s']}", "ok": rate >= TARGETS["build_docs_per_s"]},
-        ]  # fmt: skip
+        rate, goal = syn["build_docs_per_s"], TARGETS["build_docs_per_s"]
+        checks.append({"name": f"build rate at {syn['docs_in']:,} documents (docs/s)", "value": rate,
+                       "goal": f">= {goal}", "ok": rate >= goal})  # fmt: skip
     return checks
 
 

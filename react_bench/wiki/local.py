@@ -182,7 +182,7 @@ class LocalWiki:
             ).fetchall()
         else:
             ids = self._unranked(conn, present, k)
-        return [self._title(conn, row[0]) for row in ids]
+        return self._titles(conn, [row[0] for row in ids])
 
     def _capped_count(self, token: str, cap: int) -> int:
         """Pages containing ``token``, counted up to ``cap`` (the walk of its postings stops there)."""
@@ -196,8 +196,13 @@ class LocalWiki:
         return rows or conn.execute(sql, (_literal(tokens[0]), k)).fetchall()
 
     @staticmethod
-    def _title(conn: sqlite3.Connection, page_id: int) -> str:
-        return conn.execute("SELECT title FROM pages WHERE id = ?", (page_id,)).fetchone()[0]
+    def _titles(conn: sqlite3.Connection, page_ids: list[int]) -> list[str]:
+        """The titles of ``page_ids``, in their order (one query)."""
+        if not page_ids:
+            return []
+        marks = ",".join("?" * len(page_ids))
+        titles = dict(conn.execute(f"SELECT id, title FROM pages WHERE id IN ({marks})", page_ids).fetchall())
+        return [titles[i] for i in page_ids]
 
     def close(self) -> None:
         """Close every thread's connection; the wiki is unusable afterwards."""
