@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import math
 import tempfile
 import time
@@ -40,13 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import (
-    BENCH_DIR,
     check,
     checks_markdown,
     claude_model,
     environment,
     environment_line,
     hotpotqa_split,
+    render_stored,
     server_process,
     write_results,
 )
@@ -174,10 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
     if args.render:
-        stored = json.loads((BENCH_DIR / "concurrency.json").read_text())
-        stored["checks"] = checks(stored)
-        write_results("concurrency", stored, render(stored))
-        return 0
+        return render_stored("concurrency", checks, render)
     quiet_console()
     settings = {"latency_s": args.latency, "rpm": args.rpm, "examples": args.examples}
     result: dict[str, Any] = {"environment": environment(), "levels": [], "ceiling": [], "settings": settings}

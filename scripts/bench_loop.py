@@ -50,6 +50,7 @@ from benchlib import (
     hotpotqa_plans,
     hotpotqa_split,
     percentile,
+    render_stored,
     server_process,
     write_results,
 )
@@ -297,15 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-episodes", type=int, default=4)
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
-    import json
-
-    from benchlib import BENCH_DIR
 
     if args.render:
-        stored = json.loads((BENCH_DIR / "loop.json").read_text())
-        stored["checks"] = checks(stored)
-        write_results("loop", stored, render(stored))
-        return 0
+        return render_stored("loop", checks, render)
     result: dict[str, Any] = {"environment": environment(), "in_process": {}, "profile": {}, "claude": {}}
     quiet_console()
     with tempfile.TemporaryDirectory() as tmp:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import os
 import resource
 import tempfile
@@ -29,13 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from benchlib import (
-    BENCH_DIR,
     check,
     checks_markdown,
     environment,
     environment_line,
     hotpotqa_plans,
     hotpotqa_split,
+    render_stored,
     write_results,
 )
 
@@ -155,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
     if args.render:
-        stored = json.loads((BENCH_DIR / "memory.json").read_text())
-        stored["checks"] = checks(stored)
-        write_results("memory", stored, render(stored))
-        return 0
+        return render_stored("memory", checks, render)
     quiet_console()
     result: dict[str, Any] = {"environment": environment()}
     with tempfile.TemporaryDirectory() as tmp:

@@ -20,7 +20,6 @@ what the chosen path uses.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchlib import KEY_ENV, REPO, check, checks_markdown, environment, environment_line, write_results
+from benchlib import KEY_ENV, REPO, check, checks_markdown, environment, environment_line, render_stored, write_results
 
 from react_bench.testing.messages_server import MessagesServer
 from react_bench.testing.walker import Walk, WalkResponder
@@ -145,13 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
-    from benchlib import BENCH_DIR
 
     if args.render:
-        stored = json.loads((BENCH_DIR / "startup.json").read_text())
-        stored["checks"] = checks(stored)
-        write_results("startup", stored, render(stored))
-        return 0
+        return render_stored("startup", checks, render)
     os.environ.setdefault(KEY_ENV, "local-bench-key-not-real")
     result: dict[str, Any] = {"environment": environment(), "paths": {}}
     with tempfile.TemporaryDirectory() as tmp, MessagesServer(responder=WalkResponder(Walk(steps=1))) as server:

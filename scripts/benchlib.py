@@ -91,6 +91,14 @@ def write_results(name: str, result: dict[str, Any], markdown: str) -> None:
 OFFLINE = 685  # questions of the offline split (their pages are in the offline wiki)
 
 
+def render_stored(name: str, checks_of: Any, render: Any) -> int:
+    """``--render``: the checks and the page again from the stored ``<name>.json`` (no measuring)."""
+    stored = json.loads((BENCH_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    stored["checks"] = checks_of(stored)
+    write_results(name, stored, render(stored))
+    return 0
+
+
 def hotpotqa_split(n: int) -> Literal["offline", "all"]:
     """The split a run of ``n`` HotpotQA questions takes: the offline one while it is enough."""
     return "offline" if n <= OFFLINE else "all"
