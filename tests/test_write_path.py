@@ -140,6 +140,18 @@ async def test_the_response_is_assembled_once_and_recorded_as_the_caller_sees_it
     assert calls == [response] and calls[0] is response  # one ModelResponse object, not two equal ones
 
 
+async def test_a_run_keeps_its_http_connections_alive(tmp_path, monkeypatch):
+    monkeypatch.setenv("REACT_BENCH_TEST_WRITE_KEY", "not-a-key")
+    n = 6
+    with MessagesServer(responder=WalkResponder(Walk(steps=3))) as server:
+        cfg = walker_config(tmp_path, "tool_use", n, concurrency=2)
+        model = {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key_env": "REACT_BENCH_TEST_WRITE_KEY",
+                 "base_url": server.base_url}  # fmt: skip
+        result = await evaluate(dataclasses.replace(cfg, model=model), out=io.StringIO())
+    assert result.metrics["n"] == n and len(server.requests) == 3 * n
+    assert 1 <= server.connections <= 2  # one per example in flight, reused call after call
+
+
 # -------------------------------------------------------------------------- event dicts
 
 

@@ -343,6 +343,7 @@ class MessagesServer:
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
         self.requests: list[RecordedRequest] = []
+        self.connections = 0  # TCP connections accepted (keep-alive: far fewer than requests)
         self._script: deque[Spec] = deque(script)
         self._lock = threading.Lock()
         self._count = 0
@@ -469,6 +470,8 @@ class _Handler(BaseHTTPRequestHandler):
         # Each SSE event is its own small write: without this, Nagle's algorithm holds it until
         # the client's delayed ACK (about 40 ms a response), a stall the real API does not have.
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self.state._lock:
+            self.state.connections += 1
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
