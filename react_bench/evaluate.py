@@ -3,8 +3,9 @@
 Files of a run (see ``results.py`` for reading them back):
 - ``run.json``: the resolved config, the protocol fingerprint, the settings the model did
   not take (``not_applied``), the model's capabilities; written before the first example.
-- ``examples.jsonl``: one line per finished example, appended and flushed as it finishes,
-  so a crash loses at most the examples in flight.
+- ``examples.jsonl``: one line per finished example, appended and fsynced as it finishes
+  (group commits off the event loop: ``rundir.RunWriter``), so a crash loses at most the
+  examples in flight; an example counts as finished only once its lines are on disk.
 - ``calls.jsonl``: the cassette, one line per finished example (``models.replay``).
 - ``metrics.json``: written at the end, and printed as a short table.
 
