@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--claude-episodes", type=int, default=200)
-    parser.add_argument("--latency-episodes", type=int, default=4)
+    parser.add_argument("--latency-episodes", type=int, default=10)
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
 
