@@ -131,7 +131,7 @@ async def evaluate(
         "wiki": {k: v for k, v in asdict(cfg.wiki).items() if k not in OPERATIONAL_KEYS} if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
-    run_id = cfg.run_id or new_run_id()
+    run_id = cfg.run_id or new_run_id(cfg)
     run_dir = run_dir_for(cfg, run_id)
     if cfg.dry_run:
         return _dry_run(cfg, model, solver, examples, run_dir, out)
@@ -262,8 +262,17 @@ def _dry_run(cfg: RunConfig, model: ModelClient, solver: Solver, examples: list[
     return RunResult(run_dir, {"dry_run": summary, "errors": 0}, 0)
 
 
-def new_run_id() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+def new_run_id(cfg: RunConfig | None = None) -> str:
+    """A UTC timestamp; with ``cfg``, one whose run folder is not taken yet (``-2``, ``-3``, ...
+    appended): two runs of one task, model, mode and runner started within the same second
+    (e.g. ``context=full`` then ``context=truncate``) each get their own folder."""
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
+    if cfg is None:
+        return stamp
+    run_id, n = stamp, 2
+    while run_dir_for(cfg, run_id).exists():
+        run_id, n = f"{stamp}-{n}", n + 1
+    return run_id
 
 
 async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event, budget=None) -> int:

@@ -75,7 +75,7 @@ def main(cfg: DictConfig) -> None:
         settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
         run_cfg = RunConfig.from_mapping(settings)
         sweep_id = os.environ.get(SWEEP_ENV)  # every job of a sweep shares one run id (react_bench/sweep.py)
-        run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id())
+        run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id(run_cfg))
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
         if run_cfg.model.get("provider") == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)

@@ -245,3 +245,22 @@ def test_the_limiter_bucket_holds_one_seconds_worth():
     limiter = RequestLimiter(600)  # 10 per second
     admitted = sum(limiter.admit() is None for _ in range(25))
     assert admitted == 10 and limiter.rejected == 15
+
+
+async def test_runs_started_within_one_second_get_their_own_folders(tmp_path, monkeypatch):
+    import datetime as real_dt
+
+    from react_bench import evaluate as evaluate_module
+
+    class FrozenDatetime(real_dt.datetime):
+        @classmethod
+        def now(cls, tz=None):  # type: ignore[override]
+            return real_dt.datetime(2026, 12, 3, 9, 30, 0, tzinfo=tz)
+
+    monkeypatch.setattr(evaluate_module.dt, "datetime", FrozenDatetime)
+    cfg = walker_config(tmp_path, "text", 2)
+    dirs = []
+    for _ in range(3):
+        result = await evaluate(cfg, out=io.StringIO(), model=WalkingModel(Walk(2, plans(2))))
+        dirs.append(result.run_dir.name)
+    assert dirs == ["20261203-093000", "20261203-093000-2", "20261203-093000-3"]
