@@ -35,7 +35,7 @@ from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.studies import tokens_per_step  # noqa: E402
 from react_bench.tasks import TaskConfig  # noqa: E402
-from react_bench.testing.messages_server import MessagesServer, Reply  # noqa: E402
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "REACT_BENCH_BENCH_KEY"
@@ -80,14 +80,7 @@ async def measure(remedy: str, caching: bool, n: int, work: Path) -> dict[str, A
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=n),
-            model={
-                "provider": "anthropic",
-                "name": MODEL,
-                "api_key_env": KEY_ENV,
-                "base_url": server.base_url,
-                "prompt_caching": caching,
-                "max_retries": 0,
-            },  # fmt: skip
+            model=claude_model_config(server.base_url, KEY_ENV, MODEL, prompt_caching=caching),
             solve=SolveSettings(mode="react", context=REMEDIES[remedy], loop=LoopConfig(max_steps=7)),
             results_dir=work / f"{remedy}-{caching}",
             progress=False,

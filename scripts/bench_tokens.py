@@ -35,7 +35,7 @@ from react_bench.modes import SolveSettings  # noqa: E402
 from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.tasks import TaskConfig  # noqa: E402
-from react_bench.testing.messages_server import MessagesServer, Reply  # noqa: E402
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config  # noqa: E402
 from react_bench.types import TextBlock, ToolUseBlock  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,14 +63,7 @@ async def measure(model: str, runner: str, n: int, caching: bool, work: Path) ->
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=n),
-            model={
-                "provider": "anthropic",
-                "name": model,
-                "api_key_env": KEY_ENV,
-                "base_url": server.base_url,
-                "prompt_caching": caching,
-                "max_retries": 0,
-            },  # fmt: skip
+            model=claude_model_config(server.base_url, KEY_ENV, model, prompt_caching=caching),
             solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
             results_dir=work / f"{model}-{runner}-{n}-{caching}",
             request_cache="off",  # every request really goes to the server

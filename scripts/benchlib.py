@@ -122,8 +122,9 @@ def hotpotqa_plans(n: int) -> dict[str, tuple[tuple[str, ...], str]]:
 
 def claude_model(base_url: str, **extra: Any) -> dict[str, Any]:
     """The model config of a Claude run against the local server."""
-    return {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key_env": KEY_ENV, "base_url": base_url,
-            "timeout_s": 120, **extra}  # fmt: skip
+    from react_bench.testing.messages_server import claude_model_config
+
+    return claude_model_config(base_url, KEY_ENV, **{"max_retries": 4, "timeout_s": 120, **extra})
 
 
 # ------------------------------------------------------------------ the server, apart

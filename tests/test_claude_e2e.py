@@ -18,7 +18,7 @@ from react_bench.modes import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import MessagesServer, Reply
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 KEY_ENV = "REACT_BENCH_TEST_CLAUDE_KEY"
@@ -36,13 +36,7 @@ def server(monkeypatch):
 def run_config(server, tmp_path, model: str, **solve) -> RunConfig:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", ids=(FIRST_ID,)),
-        model={
-            "provider": "anthropic",
-            "name": model,
-            "api_key_env": KEY_ENV,
-            "base_url": server.base_url,
-            "max_retries": 0,
-        },
+        model=claude_model_config(server.base_url, KEY_ENV, model),
         solve=SolveSettings(**solve),
         results_dir=tmp_path,
         progress=False,

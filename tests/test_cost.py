@@ -12,7 +12,7 @@ from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import MessagesServer, Reply
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from tests.support_oracle import Oracle, gold_answers
 
 KEY_ENV = "REACT_BENCH_TEST_COST_KEY"
@@ -25,8 +25,7 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def claude(server: MessagesServer, tmp_path: Path, run_id: str, n: int = 3, **extra: object) -> RunConfig:
     solve = extra.pop("solve", SolveSettings(mode="react"))
-    model = {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key_env": KEY_ENV,
-             "base_url": server.base_url, "max_retries": 0, **extra.pop("model", {})}  # type: ignore[dict-item]  # fmt: skip
+    model = claude_model_config(server.base_url, KEY_ENV, **extra.pop("model", {}))  # type: ignore[arg-type]
     return RunConfig(task=TaskConfig(name="hotpotqa", n=n), model=model, solve=solve,  # type: ignore[arg-type]
                      results_dir=tmp_path, run_id=run_id, progress=False, **extra)  # type: ignore[arg-type]  # fmt: skip
 

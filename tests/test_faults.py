@@ -14,7 +14,7 @@ from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import FAULT_KINDS, MessagesServer
+from react_bench.testing.messages_server import FAULT_KINDS, MessagesServer, claude_model_config
 from tests.support_oracle import Oracle, gold_answers
 
 KEY_ENV = "REACT_BENCH_TEST_FAULTS_KEY"
@@ -25,15 +25,9 @@ MAX_RETRIES = 12
 def run_config(server: MessagesServer, results: Path, runner: str, **extra: object) -> RunConfig:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=N),
-        model={
-            "provider": "anthropic",
-            "name": "claude-sonnet-4-6",
-            "api_key_env": KEY_ENV,
-            "base_url": server.base_url,
-            "max_retries": MAX_RETRIES,
-            "retry_backoff_s": 0.001,
-            "timeout_s": 30,
-        },
+        model=claude_model_config(
+            server.base_url, KEY_ENV, max_retries=MAX_RETRIES, retry_backoff_s=0.001, timeout_s=30
+        ),
         solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
         results_dir=results,
         concurrency=8,

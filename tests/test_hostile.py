@@ -21,7 +21,7 @@ from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import MessagesServer, RawStream, Reply
+from react_bench.testing.messages_server import MessagesServer, RawStream, Reply, claude_model_config
 from react_bench.testing.sse import CacheSimulator, build_message, encode_sse, stream_events
 from react_bench.types import TextBlock, ToolUseBlock
 from tests.support_oracle import gold_answers, question_of, turns_after_question
@@ -236,13 +236,7 @@ async def test_hostile_outputs_never_abort_a_run(tmp_path: Path, monkeypatch, ru
     with MessagesServer(responder=responder(by_question)) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=len(cases)),
-            model={
-                "provider": "anthropic",
-                "name": "claude-sonnet-4-6",
-                "api_key_env": KEY_ENV,
-                "base_url": server.base_url,
-                "max_retries": 0,
-            },  # fmt: skip
+            model=claude_model_config(server.base_url, KEY_ENV),
             solve=SolveSettings(mode="react", runner=runner, loop=_loop()),  # type: ignore[arg-type]
             results_dir=tmp_path,
             concurrency=4,

@@ -20,7 +20,7 @@ from react_bench.metrics import normalize_answer
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import MessagesServer, Reply
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from react_bench.types import ToolUseBlock
 from tests.support import REPO
 
@@ -139,13 +139,7 @@ async def test_an_oracle_on_the_gold_paths_scores_100_percent_and_is_grounded(ru
     with MessagesServer(responder=_oracle(golds)) as server:
         config = RunConfig(
             task=task,
-            model={
-                "provider": "anthropic",
-                "name": "claude-sonnet-4-6",
-                "api_key_env": KEY_ENV,
-                "base_url": server.base_url,
-                "max_retries": 0,
-            },  # fmt: skip
+            model=claude_model_config(server.base_url, KEY_ENV),
             solve=SolveSettings(mode="react", runner=runner, loop=_loop(8)),
             results_dir=tmp_path / "runs",
             progress=False,

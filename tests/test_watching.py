@@ -14,7 +14,7 @@ from react_bench.events import AgentEvent, RunProgress, ToolExecutionFinished
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.messages_server import MessagesServer
+from react_bench.testing.messages_server import MessagesServer, claude_model_config
 from tests.support import REPO
 from tests.support_oracle import Oracle, gold_answers
 
@@ -118,13 +118,7 @@ async def _tool_use_run(tmp_path: Path) -> Path:
     with MessagesServer(script) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=3),
-            model={
-                "provider": "anthropic",
-                "name": "claude-sonnet-4-6",
-                "api_key_env": "REACT_BENCH_TEST_EXPORT_KEY",
-                "base_url": server.base_url,
-                "max_retries": 0,
-            },  # fmt: skip
+            model=claude_model_config(server.base_url, "REACT_BENCH_TEST_EXPORT_KEY"),
             solve=SolveSettings(mode="react", runner="tool_use", thinking=ThinkingConfig("adaptive")),
             results_dir=tmp_path,
             progress=False,

@@ -34,7 +34,7 @@ from react_bench.modes import SolveSettings
 from react_bench.results import read_records, summarize
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, load_task
-from react_bench.testing.messages_server import MessagesServer, RequestLimiter
+from react_bench.testing.messages_server import MessagesServer, RequestLimiter, claude_model_config
 from react_bench.testing.walker import Walk, WalkingModel, WalkResponder
 from react_bench.types import StopReason, Usage
 
@@ -145,8 +145,7 @@ async def test_a_run_keeps_its_http_connections_alive(tmp_path, monkeypatch):
     n = 6
     with MessagesServer(responder=WalkResponder(Walk(steps=3))) as server:
         cfg = walker_config(tmp_path, "tool_use", n, concurrency=2)
-        model = {"provider": "anthropic", "name": "claude-sonnet-4-6", "api_key_env": "REACT_BENCH_TEST_WRITE_KEY",
-                 "base_url": server.base_url}  # fmt: skip
+        model = claude_model_config(server.base_url, "REACT_BENCH_TEST_WRITE_KEY", max_retries=4)
         result = await evaluate(dataclasses.replace(cfg, model=model), out=io.StringIO())
     assert result.metrics["n"] == n and len(server.requests) == 3 * n
     assert 1 <= server.connections <= 2  # one per example in flight, reused call after call

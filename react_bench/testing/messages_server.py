@@ -67,6 +67,7 @@ __all__ = [
     "Reply",
     "StreamError",
     "Truncated",
+    "claude_model_config",
 ]
 
 Responder = Callable[[dict[str, Any]], Spec]
@@ -76,6 +77,16 @@ FAULT_KINDS = ("rate_limited", "overloaded", "server_error", "dropped", "truncat
 PREFILL_REJECTED = (
     "This model does not support assistant message prefill. The conversation must end with a user message."
 )
+
+
+def claude_model_config(
+    base_url: str, key_env: str, name: str = "claude-sonnet-4-6", **settings: Any
+) -> dict[str, Any]:
+    """A run's model config (``RunConfig.model``) for a Claude model answered by the server at
+    ``base_url``: the key is read from ``key_env`` (any value; the server only checks that one
+    is sent), and no retries unless ``settings`` say otherwise."""
+    return {"provider": "anthropic", "name": name, "api_key_env": key_env, "base_url": base_url, "max_retries": 0,
+            **settings}  # fmt: skip
 
 
 @dataclass
