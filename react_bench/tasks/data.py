@@ -45,6 +45,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from react_bench.errors import ConfigError
+from react_bench.paths import cache_dir
 from react_bench.tasks.base import DataError, DataFormatError, Pool, TaskConfig
 
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
@@ -200,10 +201,9 @@ RECORDS_FORMAT = 1
 
 def _records_file(key: tuple[_FileKey, str]) -> Path:
     """Where the checked records of a file are kept between runs (module docstring)."""
-    root = os.environ.get("REACT_BENCH_CACHE")
     text = json.dumps([RECORDS_FORMAT, key[1], *dataclasses.astuple(key[0])], default=list)
     digest = hashlib.sha256(text.encode()).hexdigest()[:32]
-    return (Path(root) if root else Path.home() / ".cache" / "react-bench") / "records" / f"{key[1]}-{digest}.json"
+    return cache_dir() / "records" / f"{key[1]}-{digest}.json"
 
 
 def _read_stored(path: Path) -> list[Record] | None:

@@ -41,6 +41,7 @@ from typing import Any
 from tqdm import tqdm
 
 from react_bench.errors import ConfigError
+from react_bench.paths import cache_dir
 from react_bench.wiki.local import FORMAT_VERSION, normalize_title, require_fts5, title_key
 
 BATCH = 5_000
@@ -261,8 +262,7 @@ TASK_SOURCES: dict[str, tuple[str, Callable[..., BuildStats]]] = {
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("REACT_BENCH_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "react-bench") / "wiki"
+    return cache_dir() / "wiki"
 
 
 def ensure_task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
