@@ -104,9 +104,11 @@ class TrajectoryPrinter:
                 self._line(example_id, f"--- step {step}")
             case AssistantTextDelta(text=text) | AssistantThinkingDelta(thinking=text):
                 self._stream(example_id, text, thinking=isinstance(event, AssistantThinkingDelta))
-            case ToolCalled(name=name, arguments=arguments):
+            case ToolCalled(name=name, arguments=arguments, text=text):
                 self._flush(example_id)
-                self._line(example_id, f"{_action(name, arguments)} ... executing")
+                self._line(
+                    example_id, f"{text.strip() if text is not None else _action(name, arguments)} ... executing"
+                )
             case ToolExecutionStarted():
                 pass  # announced with the call above
             case ToolExecutionFinished(observation=observation, is_error=is_error):
@@ -144,8 +146,7 @@ class TrajectoryPrinter:
 
 
 def _action(name: str, arguments: dict[str, Any]) -> str:
-    if name == "text_action":  # the text runner: the action string as the paper wrote it
-        return str(arguments.get("action", ""))
+    """A tool call as the text runner would write it (the text runner's own text is shown as is)."""
     shown = ", ".join(str(v) for v in arguments.values())
     return f"{name}[{_short(shown, 80)}]"
 

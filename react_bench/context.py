@@ -16,24 +16,33 @@ signatures are never edited: a remedy keeps a turn whole or leaves it out whole.
   threshold once more. The call is counted and recorded like any other (so replay serves it).
 - ``subagent``: one more action, ``research[question]`` (text runner ``Research[...]``, a tool
   for the tool-use runner), runs an inner ReAct episode with its own history and step cap
-  (``inner_max_steps``) on the same wiki, and returns only its conclusion as the observation.
-  The inner episodes are kept in the trajectory (route ``subagent``) and their tokens and
-  calls are added to the example's.
+  (``inner_max_steps``) on the same environment, and returns only its conclusion as the
+  observation. The inner episodes are kept in the trajectory (route ``subagent``) and their
+  tokens and calls are added to the example's. It is an environment wrapper (``SubagentEnv``),
+  which also owns the note that tells the model of the extra action.
+- ``window`` (WebShop's notebook, the paper's own remedy there): the text runner's prompt keeps
+  the last ``window_chars - len(instruction + exemplars)`` characters of the trajectory (cut
+  mid-text, as the notebook did); the tool-use runner drops whole old steps until the history's
+  text fits in ``window_chars``.
+
+``ContextView`` is the one object both policies ask (``view``); it is built from the config,
+holds an episode's state (the compactor's summary) and says how many model calls it made.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal, assert_never, get_args
 
+from react_bench.environment import Action, Environment, Example, Observation, string_action
 from react_bench.errors import ConfigError
-from react_bench.models.base import ModelClient, ModelRequest, generate
+from react_bench.models.base import ModelClient, ModelRequest, ToolSpec, generate
 from react_bench.types import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
-Remedy = Literal["full", "truncate", "compact", "subagent"]
-REMEDIES: tuple[str, ...] = ("full", "truncate", "compact", "subagent")
+Remedy = Literal["full", "truncate", "compact", "subagent", "window"]
+REMEDIES: tuple[str, ...] = get_args(Remedy)
 SUMMARY_INSTRUCTION = (
     "Summarise the steps below for yourself: what was searched, what was found (names, dates, numbers "
     "exactly as written), and what is still unknown. Write at most five sentences.\n\n"
@@ -48,12 +57,15 @@ class ContextConfig:
     keep_recent: int = 1  # compact: steps kept whole after the summary
     inner_max_steps: int = 4  # subagent: the inner episode's step cap
     summary_max_tokens: int = 300
+    window_chars: int = 6400  # window: the prompt's length in characters (WebShop's notebook)
 
     def __post_init__(self) -> None:
         if self.name not in REMEDIES:
             raise ConfigError(f"context={self.name}: choose one of {', '.join(REMEDIES)}")
         if self.keep_last < 0 or self.keep_recent < 0 or self.threshold_tokens < 1 or self.inner_max_steps < 1:
             raise ConfigError(f"context settings out of range: {self}")
+        if self.window_chars < 1:
+            raise ConfigError(f"context.window_chars={self.window_chars}: must be at least 1")
 
 
 def _tokens(messages: Sequence[Message]) -> int:
@@ -130,6 +142,59 @@ def summary_block(summary: str, covered: int) -> TextBlock:
     return TextBlock(f"(Summary of steps 1-{covered}: {summary})\n")
 
 
+@dataclass(frozen=True)
+class View:
+    """What is sent of a history: a summary of its first ``covered`` steps (or none), the steps
+    sent as they are, what the summary call cost, and the model calls made for it now."""
+
+    history: list[Message]
+    summary_text: str = ""
+    covered: int = 0
+    spent: Usage = Usage()
+    calls: int = 0
+
+
+class ContextView:
+    """The ``context`` setting for one episode (module docstring); both policies ask ``view``."""
+
+    def __init__(self, config: ContextConfig | None = None):
+        self.config = config if config is not None else ContextConfig()
+        self._compactor = Compactor(self.config) if self.config.name == "compact" else None
+
+    @property
+    def window_chars(self) -> int | None:
+        return self.config.window_chars if self.config.name == "window" else None
+
+    async def view(
+        self, model: ModelClient, history: Sequence[Message], render: Callable[[Sequence[Message]], str]
+    ) -> View:
+        match self.config.name:
+            case "full" | "subagent":
+                return View(list(history))
+            case "truncate":
+                return View(truncate(history, self.config.keep_last))
+            case "window":
+                return View(window(history, self.config.window_chars, render))
+            case "compact":
+                assert self._compactor is not None
+                calls = self._compactor.calls
+                text, rest, spent = await self._compactor.view(model, history, render)
+                covered = self._compactor.covered
+                summary = summary_block(text, covered).text if covered else ""
+                return View(rest, summary, covered, spent, self._compactor.calls - calls)
+            case _ as never:
+                assert_never(never)
+
+
+def window(history: Sequence[Message], chars: int, render: Callable[[Sequence[Message]], str]) -> list[Message]:
+    """The newest whole steps whose rendered text fits in ``chars`` (at least the last step)."""
+    kept = list(history)
+    while len(kept) > 2 and len(render(kept)) > chars:
+        kept = kept[2:]
+    return kept
+
+
+RESEARCH_ACTION = "research"
 RESEARCH_NOTE_TEXT = (
     "You can also use Research[question], which hands a sub-question to a helper that searches on its "
     "own and answers with its conclusion only.\n"
@@ -144,45 +209,41 @@ class SubagentEnv:
 
     ``run_inner(question)`` (the solver's) returns the inner episode's outcome; its conclusion
     is the observation; its episodes, tokens and calls are collected here for the example.
+    ``note(runner)`` is the line the instruction gains, naming the extra action.
     """
 
-    def __init__(self, env: object, run_inner: object):
+    def __init__(self, env: Environment, run_inner: Callable[[str], Awaitable[Any]]):
         self.env = env
         self.run_inner = run_inner
-        self.episodes: list[dict[str, object]] = []
+        self.episodes: list[dict[str, Any]] = []
         self.usage = Usage()
         self.calls = 0
 
-    def tools(self) -> tuple[object, ...]:
-        from react_bench.models.base import ToolSpec
+    @staticmethod
+    def note(runner: str) -> str:
+        return RESEARCH_NOTE_TEXT if runner == "text" else RESEARCH_NOTE_TOOLS
 
-        research = ToolSpec(
-            "research",
-            "Hand a sub-question to a helper that searches Wikipedia on its own; returns only its conclusion.",
-            {"type": "object", "properties": {"question": {"type": "string", "description": "The sub-question."}},
-             "required": ["question"]},
-        )  # fmt: skip
-        return (*self.env.tools(), research)  # type: ignore[attr-defined]
+    def actions(self) -> tuple[ToolSpec, ...]:
+        research = string_action(
+            RESEARCH_ACTION,
+            "Hand a sub-question to a helper that searches on its own; returns only its conclusion.",
+            "question",
+            "The sub-question.",
+        )
+        return (*self.env.actions(), research)
 
-    async def execute(self, name: str, arguments: dict[str, object]) -> object:
-        if name == "research":
-            return await self._research(str(arguments.get("question", "")))
-        return await self.env.execute(name, arguments)  # type: ignore[attr-defined]
+    async def reset(self, example: Example) -> Observation:
+        return await self.env.reset(example)
 
-    async def step_text(self, action: str) -> object:
-        from react_bench.wiki.env import executed_text
+    async def step(self, action: Action) -> Observation:
+        if action.name == RESEARCH_ACTION:
+            return await self._research(str(action.arguments.get("question", "")))
+        return await self.env.step(action)
 
-        text = executed_text(action).strip()
-        if text.startswith("research[") and text.endswith("]"):
-            return await self._research(text[len("research[") : -1])
-        return await self.env.step_text(action)  # type: ignore[attr-defined]
-
-    async def _research(self, question: str) -> object:
-        from react_bench.loop import Observation
-
+    async def _research(self, question: str) -> Observation:
         if not question.strip():
             return Observation("Research needs a question.", is_error=True)
-        outcome = await self.run_inner(question)  # type: ignore[operator]
+        outcome = await self.run_inner(question)
         self.episodes += [{**e, "route": "subagent"} for e in outcome.episodes]
         self.usage = self.usage + outcome.usage
         self.calls += outcome.stats.calls

@@ -21,7 +21,7 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -37,10 +37,10 @@ from react_bench.models.capabilities import calls_cost_usd
 from react_bench.models.counting import counting_scope
 from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
-from react_bench.prompts import PromptSpec, load_instruction, load_prompt
+from react_bench.prompts import PromptSpec, load_instruction
 from react_bench.results import read_records, summarize
 from react_bench.runconfig import OPERATIONAL_KEYS, RunConfig
-from react_bench.tasks import Example, load_task
+from react_bench.tasks import Example, Task, load_task
 from react_bench.types import ModelResponse
 
 
@@ -73,7 +73,8 @@ def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
     return dropped
 
 
-def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
+def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
+    task = task if task is not None else load_task(cfg.task.name)
     keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
     foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
     if cfg.prompt_file is not None and len(foreign_keys) > 1:
@@ -87,7 +88,7 @@ def build_prompts(cfg: RunConfig) -> dict[str, PromptSpec]:
     for key in keys:
         foreign = cfg.prompt_file is not None and key in foreign_keys
         file = cfg.prompt_file if foreign else None
-        prompts[key] = load_prompt(cfg.task.name, key, file, cfg.prompt_key, instruction if foreign else None)
+        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None)
     return prompts
 
 
@@ -107,19 +108,10 @@ async def evaluate(
     if task.coverage is not None and task.coverage.found < task.coverage.requested:
         print(f"coverage: {task.coverage.summary()}", file=out)
     model = RecordingModel(with_request_cache(model if model is not None else make_model(cfg.model), cfg))
-    prompts = build_prompts(cfg)
-    env_factory = None
-    if MODE_SPECS[cfg.solve.mode].needs_env:
-        from react_bench.tasks import resolve_data_dir
-        from react_bench.wiki import make_env_factory
-
-        wiki = cfg.wiki
-        own_wiki = getattr(task, "local_wiki", None)  # a task with its own corpus (synthwiki)
-        if own_wiki is not None and wiki.backend == "local" and wiki.path is None:
-            wiki = replace(wiki, path=str(own_wiki(cfg.task)))
-        data_dir = None if own_wiki is not None else resolve_data_dir(cfg.task.data_dir)
-        env_factory = make_env_factory(wiki, task=cfg.task.name, data_dir=data_dir)
-    solver = Solver(cfg.solve, model, prompts, env_factory)
+    prompts = build_prompts(cfg, task)
+    env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
+    env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
+    solver = Solver(cfg.solve, model, prompts, env_factory, task.text_format())
     not_applied = not_applied_settings(model, solver)
     settings = {
         "protocol": cfg.protocol,
@@ -128,7 +120,7 @@ async def evaluate(
         "split": cfg.task.split,
         "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
         "model": {k: v for k, v in cfg.model.items() if k not in OPERATIONAL_KEYS},
-        "wiki": {k: v for k, v in asdict(cfg.wiki).items() if k not in OPERATIONAL_KEYS} if env_factory else None,
+        "env": _env_settings(env) if env_factory else None,
     }
     fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
     run_id = cfg.run_id or new_run_id(cfg)
@@ -177,7 +169,7 @@ async def evaluate(
         close = getattr(model, "aclose", None)  # the HTTP client of a network model
         if close is not None:
             await close()
-    metrics = summarize(run_dir, task)
+    metrics = summarize(run_dir, task.info)
     over = len(budget.skipped) if budget is not None else 0
     metrics["over_budget"] = over
     rundir.write_json(run_dir / rundir.METRICS, metrics)
@@ -302,9 +294,9 @@ async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, 
                 return  # left for a resumed run with a larger budget
             sink = None if on_event is None else functools.partial(on_event, example.id)
             with example_scope(example.id) as calls, counting_scope() as (counts, cached):
-                outcome = await solver.solve(example.question, sink)
-            scores = task.score(outcome.prediction, example.gold)
-            record = example_record(example, outcome, scores, task.primary_metric)
+                outcome = await solver.solve(example, sink)
+            scores = task.score(outcome.prediction, example.gold, outcome.reward)
+            record = example_record(example, outcome, scores, task.info.primary_metric)
             record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
             record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
             record["cost_usd"] = _cost(solver.model.name, calls, cached, batched)
@@ -351,8 +343,9 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         "question": example.question,
         "gold": example.gold,
         "prediction": outcome.prediction,
-        "correct": scores[primary_metric] >= 1.0,  # HotpotQA: EM; FEVER: label accuracy
+        "correct": scores[primary_metric] >= 1.0,  # HotpotQA: EM; FEVER: label accuracy; games: success
         **scores,
+        "reward": outcome.reward,
         "steps": outcome.steps,
         "reason": outcome.reason,
         "route": outcome.route,
@@ -368,6 +361,13 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         "metadata": _jsonable(example.metadata),
         "trajectory": outcome.episodes,
     }
+
+
+def _env_settings(env: Any) -> dict[str, Any] | None:
+    """The environment's settings that can change an observation (in the fingerprint)."""
+    if env is None:
+        return None
+    return {k: v for k, v in _jsonable(asdict(env)).items() if k not in OPERATIONAL_KEYS}
 
 
 def _jsonable(value: Any) -> Any:

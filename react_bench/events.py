@@ -91,7 +91,10 @@ StreamEvent = (
 
 # ----------------------------------------------------------------------------- agent layer
 
-FinishReason = Literal["answered", "step_limit", "error"]
+# answered: an answer (a turn without action, or an answer action); done: the environment ended the
+# episode (a game won, a purchase made); step_limit: the cap; error: a fault kept it from ending.
+FinishReason = Literal["answered", "done", "step_limit", "error"]
+FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 
 
 @dataclass(frozen=True)
@@ -122,6 +125,7 @@ class ToolCalled:
     call_id: str
     name: str
     arguments: dict[str, Any]
+    text: str | None = None  # the text runner: the action as written and executed ("search[Ed Wood]")
     type: Literal["tool_called"] = field(default="tool_called", repr=False)
 
 
@@ -167,6 +171,7 @@ class EpisodeFinished:
     steps: int
     usage: Usage
     error: str | None = None
+    reward: float | None = None  # the environment's score of the episode, where it gives one
     type: Literal["episode_finished"] = field(default="episode_finished", repr=False)
 
 

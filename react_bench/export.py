@@ -7,10 +7,10 @@ How a trajectory becomes inspect_ai messages (one ``EvalSample`` per example):
 - the question is the first user message; each episode of the example (CoT-SC samples, the
   two parts of a backoff) starts with a user message naming its route, so nothing is merged;
 - an assistant turn keeps its thinking (``ContentReasoning`` with the signature), its text,
-  and its tool calls. The text runner's action string becomes a call of the action it names
-  (``search`` / ``lookup`` / ``finish``, or ``invalid``) with the raw string as ``action``;
+  and its tool calls. The text runner's action becomes a call of the action its grammar read
+  (``search``, ``click``, ``go_to``, ... or ``invalid``) with the action as executed as ``action``;
 - each tool result is a ``ChatMessageTool`` paired by id, ``is_error`` as a ``ToolCallError``;
-- scores: the task's metrics (EM and F1, or accuracy) with the prediction and gold; usage per
+- scores: the task's metrics (``TaskInfo.metrics``) with the prediction and gold; usage per
   model with cache reads and writes; an example that ended in an error carries it as the
   sample's error. Reason, route, steps, retries, cost and the dataset's metadata are kept
   in the sample's metadata.
@@ -23,11 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.results import read_records
-from react_bench.wiki.env import action_to_call
+from react_bench.tasks import TaskInfo, task_info
 
 FORMATS = ("inspect", "csv", "parquet")
-SCALAR_COLUMNS = ("id", "question", "gold", "prediction", "correct", "em", "f1", "accuracy", "steps", "reason",
-                  "route", "backoff", "error", "calls", "bad_calls", "retries", "cost_usd")  # fmt: skip
+SCALAR_COLUMNS = ("id", "question", "gold", "prediction", "correct", "reward", "steps", "reason", "route", "backoff",
+                  "error", "calls", "bad_calls", "retries", "cost_usd")  # fmt: skip
+
+
+def _info(run_dir: Path) -> TaskInfo:
+    run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    return task_info(run["config"]["task"]["name"])
 
 
 def examples_table(run_dir: Path) -> Any:
@@ -35,8 +40,9 @@ def examples_table(run_dir: Path) -> Any:
     import pandas as pd
 
     rows = []
+    columns = (*SCALAR_COLUMNS[:5], *_info(run_dir).metrics, *SCALAR_COLUMNS[5:])
     for record in read_records(run_dir):
-        row = {k: record.get(k) for k in SCALAR_COLUMNS if k in record}
+        row = {k: record.get(k) for k in columns if k in record}
         row.update({f"usage_{k}": v for k, v in (record.get("usage") or {}).items()})
         row.update(
             {f"meta_{k}": v for k, v in (record.get("metadata") or {}).items() if not isinstance(v, list | dict)}
@@ -74,7 +80,8 @@ def to_inspect_log(run_dir: Path) -> Any:
     records = read_records(run_dir)
     config = run["config"]
     task, model = config["task"]["name"], run["model_name"]
-    samples = [_sample(record, model) for record in records]
+    info = task_info(task)
+    samples = [_sample(record, model, info) for record in records]
     spec = EvalSpec(
         run_id=run["run_id"],
         created=run["started"],
@@ -98,17 +105,19 @@ def to_inspect_log(run_dir: Path) -> Any:
     return EvalLog(
         eval=spec,
         status="success" if len(records) == run["n_examples"] else "started",
-        results=EvalResults(total_samples=run["n_examples"], completed_samples=len(records), scores=_scores(metrics)),
+        results=EvalResults(
+            total_samples=run["n_examples"], completed_samples=len(records), scores=_scores(metrics, info)
+        ),  # fmt: skip
         stats=EvalStats(started_at=run["started"], completed_at=run["started"], model_usage={model: usage}),
         samples=samples,
     )
 
 
-def _scores(metrics: dict[str, Any]) -> list[Any]:
+def _scores(metrics: dict[str, Any], info: TaskInfo) -> list[Any]:
     from inspect_ai.log import EvalMetric, EvalScore
 
     out = []
-    for name in ("em", "f1", "accuracy"):
+    for name in info.metrics:
         if name in metrics:
             m = metrics[name]
             values = {"mean": m["mean"], "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1]}
@@ -130,7 +139,7 @@ def _usage(usage: dict[str, int]) -> Any:
     )
 
 
-def _sample(record: dict[str, Any], model: str) -> Any:
+def _sample(record: dict[str, Any], model: str, info: TaskInfo) -> Any:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ChatMessageUser, ModelOutput
     from inspect_ai.scorer import Score
@@ -139,8 +148,8 @@ def _sample(record: dict[str, Any], model: str) -> Any:
     for k, episode in enumerate(record.get("trajectory") or [], start=1):
         if len(record["trajectory"]) > 1:
             messages.append(ChatMessageUser(content=f"[episode {k}: {episode['route']}]"))
-        messages += _messages(episode["history"])
-    metric_names: list[str] = [m for m in ("em", "f1", "accuracy") if m in record]
+        messages += _messages(episode["history"], episode.get("events") or [])
+    metric_names: list[str] = [m for m in info.metrics if m in record]
     scores = {m: Score(value=float(record[m]), answer=record["prediction"], explanation=f"gold: {record['gold']}")
               for m in metric_names}  # fmt: skip
     error = None
@@ -164,13 +173,14 @@ def _sample(record: dict[str, Any], model: str) -> Any:
 _ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
-def _messages(history: list[dict[str, Any]]) -> list[Any]:
+def _messages(history: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[Any]:
     from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, ContentReasoning, ContentText
     from inspect_ai.tool import ToolCall, ToolCallError
 
     out: list[Any] = []
     names: dict[str, str] = {}
-    for message in history:
+    text_calls = {e["call_id"]: e for e in events if e.get("type") == "tool_called" and e.get("text") is not None}
+    for index, message in enumerate(history):
         blocks = message["content"]
         if message["role"] == "assistant":
             content: list[Any] = []
@@ -186,7 +196,8 @@ def _messages(history: list[dict[str, Any]]) -> list[Any]:
                     names[block["id"]] = block["name"]
                     calls.append(ToolCall(id=block["id"], function=block["name"], arguments=dict(block["input"])))
             if not calls and content and isinstance(content[-1], ContentText):
-                calls = _text_action_call(content[-1].text, len(out), names)
+                following = history[index + 1]["content"] if index + 1 < len(history) else []
+                calls = _text_action_calls(content[-1].text, following, text_calls, names)
             out.append(ChatMessageAssistant(content=content or "", tool_calls=calls or None))
             continue
         for block in blocks:
@@ -206,16 +217,26 @@ def _user(text: str) -> Any:
     return ChatMessageUser(content=text)
 
 
-def _text_action_call(text: str, position: int, names: dict[str, str]) -> list[Any]:
-    """The text runner's ``Action i: Name[arg]`` as a tool call (its result follows, id ``step-i``)."""
+def _text_action_calls(
+    text: str, following: list[dict[str, Any]], text_calls: dict[str, dict[str, Any]], names: dict[str, str]
+) -> list[Any]:
+    """The text runner's action as a tool call: the action its grammar read (the ``tool_called``
+    event), paired with the result that follows by id. Runs recorded before the environment seam
+    named no action in their events: the ``Action i: Name[arg]`` line is read instead."""
     from inspect_ai.tool import ToolCall
 
-    line = next((ln for ln in reversed(text.splitlines()) if ln.startswith("Action ")), None)
-    if line is None:
-        return []
-    label, _, action = line.partition(": ")
-    step = label.split()[-1]
-    call = action_to_call(action)
-    function = call[0] if call else "invalid"
-    names[f"step-{step}"] = function
-    return [ToolCall(id=f"step-{step}", function=function, arguments={"action": action})]
+    out = []
+    for block in following:
+        if block.get("type") != "tool_result":
+            continue
+        call_id = block["tool_use_id"]
+        event = text_calls.get(call_id)
+        if event is not None:
+            function, action = event["name"] or "invalid", str(event["text"]).strip()
+        else:
+            line = next((ln for ln in reversed(text.splitlines()) if ln.startswith("Action ")), "")
+            action = line.partition(": ")[2]
+            function = action.split("[", 1)[0].strip().lower() if "[" in action else "invalid"
+        names[call_id] = function
+        out.append(ToolCall(id=call_id, function=function, arguments={"action": action}))
+    return out

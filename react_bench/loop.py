@@ -1,8 +1,10 @@
 """``run_episode``: THE agent loop, shared by the text runner and the tool-use runner.
 
 Rules (DESIGN section 3):
-- The only exits are a turn without an action (``Decision.calls`` empty) and an action whose
-  observation carries a ``final_answer`` (the environment's ``finish``). Nothing else ends an
+- The only exits are a turn without an action (``Decision.calls`` empty), an action whose
+  observation carries a ``final_answer`` (an answer action such as Wikipedia's ``finish``:
+  reason ``answered``) and one whose observation is ``done`` (the environment ended the episode,
+  e.g. a game won: reason ``done``, with the environment's ``reward``). Nothing else ends an
   episode early, except a model failure (``ModelError``), reported as reason ``error``.
 - A step cap is mandatory. At the cap, ``on_limit`` decides: ``give_up`` (the paper: an empty
   answer) or ``wrap_up`` (one more call without tools, told that the steps are used up).
@@ -19,7 +21,9 @@ Rules (DESIGN section 3):
   them (thinking blocks and signatures included) so they are sent back unchanged.
 
 The policy seam: a ``Policy`` streams ``AgentEvent``s for one model turn and ends with a
-``Decision``. Runners differ only in their policy.
+``Decision``. Runners differ only in their policy. The environment seam is
+``react_bench.environment``: the loop calls ``env.step(Action)``; it never resets (the caller
+does, since the first observation is the policy's input) and knows no environment by name.
 """
 
 from __future__ import annotations
@@ -27,8 +31,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
+from react_bench.environment import Action, Environment, EpisodeAbort, Observation
 from react_bench.errors import ConfigError
 from react_bench.events import (
     AgentEvent,
@@ -40,27 +45,13 @@ from react_bench.events import (
     ToolExecutionFinished,
     ToolExecutionStarted,
 )
-from react_bench.models.base import ModelError, ToolSpec
+from react_bench.models.base import ModelError
 from react_bench.models.collector import StreamProtocolError
 from react_bench.types import Message, ToolResultBlock, Usage
 
 OnLimit = Literal["give_up", "wrap_up"]
-ON_LIMIT_POLICIES: tuple[str, ...] = ("give_up", "wrap_up")
-
-
-@dataclass(frozen=True)
-class Observation:
-    """What an action returned. ``final_answer`` set means the action ended the episode."""
-
-    text: str
-    is_error: bool = False
-    final_answer: str | None = None
-
-
-class Environment(Protocol):
-    def tools(self) -> tuple[ToolSpec, ...]: ...
-
-    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation: ...
+ON_LIMIT_POLICIES: tuple[str, ...] = get_args(OnLimit)
+__all__ = ["Action", "Environment", "EpisodeAbort", "Observation"]  # re-exported: the loop's view of the seam
 
 
 @dataclass(frozen=True)
@@ -69,6 +60,10 @@ class ToolCall:
     name: str
     arguments: Mapping[str, Any]
     input_error: str | None = None  # the model's input was unusable: answered is_error, not executed
+    text: str | None = None  # the text runner: the action as written (the grammar's ``Action.text``)
+
+    def action(self) -> Action:
+        return Action(self.name, self.arguments, self.text)
 
 
 @dataclass(frozen=True)
@@ -109,12 +104,7 @@ class EpisodeResult:
     error: str | None = None
     history: list[Message] = field(default_factory=list)
     events: list[AgentEvent] = field(default_factory=list)
-
-
-class EpisodeAbort(Exception):
-    """Raised by an environment when the episode cannot go on faithfully (e.g. a replayed
-    observation that was never recorded). Unlike a tool failure, which becomes an is_error
-    result, it ends the episode with reason ``error``."""
+    reward: float | None = None
 
 
 class PolicyError(RuntimeError):
@@ -187,11 +177,12 @@ async def run_episode(
                 ),
             )
         )
-        finals = [observations[c.id].final_answer for c in decision.calls]
-        final_answer = next((a for a in finals if a is not None), None)
         yield StepFinished(step, decision.usage)
-        if final_answer is not None:
-            yield EpisodeFinished(final_answer, "answered", step, total)
+        ending = next((observations[c.id] for c in decision.calls if observations[c.id].ends), None)
+        if ending is not None:
+            answered = ending.final_answer is not None
+            reason: FinishReason = "answered" if answered else "done"
+            yield EpisodeFinished(ending.final_answer or "", reason, step, total, reward=ending.reward)
             return
 
     steps = config.max_steps
@@ -219,14 +210,14 @@ async def _execute_all(
         if call.input_error is not None:
             return call, Observation(f"Error: the input of {call.name} is {call.input_error}", is_error=True)
         try:
-            return call, await env.execute(call.name, call.arguments)
+            return call, await env.step(call.action())
         except EpisodeAbort:
             raise
         except Exception as exc:  # a tool failure is a result, not an exception
             return call, Observation(f"Error: {type(exc).__name__}: {exc}", is_error=True)
 
     for call in calls:
-        yield ToolCalled(step, call.id, call.name, dict(call.arguments))
+        yield ToolCalled(step, call.id, call.name, dict(call.arguments), call.text)
     tasks = [asyncio.ensure_future(one(call)) for call in calls]
     for call in calls:
         yield ToolExecutionStarted(step, call.id, call.name)
@@ -256,4 +247,5 @@ async def run_to_end(events: AsyncIterator[AgentEvent], history: list[Message] |
         error=last.error,
         history=history if history is not None else [],
         events=collected,
+        reward=last.reward,
     )

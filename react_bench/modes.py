@@ -16,7 +16,10 @@ it sends) reads that table; ``Solver.solve`` dispatches on it.
 | ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
 
 Decisions written down:
-- Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes.
+- Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes. An
+  agent part resets a fresh environment with the example; the first observation is the
+  policy's input (for Wikipedia the question itself). The solver knows no environment or task
+  by name: it is given an environment factory and the task's text format.
 - Parts without actions (standard, cot, cot_sc) send the text protocol under both runners:
   the runner only changes how actions are taken.
 - Votes: empty answers do not vote; ties go to the answer seen first; the answer reported
@@ -31,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, assert_never
+from typing import Any, Literal, assert_never, get_args
 
-from react_bench.context import RESEARCH_NOTE_TEXT, RESEARCH_NOTE_TOOLS, ContextConfig, SubagentEnv
+from react_bench.context import ContextConfig, ContextView, SubagentEnv
+from react_bench.environment import EnvFactory, Environment, EpisodeAbort, Example
 from react_bench.errors import ConfigError
 from react_bench.events import (
     AgentEvent,
@@ -46,12 +50,15 @@ from react_bench.metrics import normalize_answer
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
 from react_bench.runners.common import Sampling, StepStats
-from react_bench.runners.text import AnswerPolicy, TextActionEnv, TextPolicy
+from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_grammar
+from react_bench.runners.parsing import ParserName
+from react_bench.runners.text import AnswerPolicy, TextPolicy
 from react_bench.runners.tool_use import ToolUsePolicy
 from react_bench.types import Message, Usage, message_to_dict
 
 Part = Literal["standard", "cot", "cot_sc", "act", "react"]
 Runner = Literal["text", "tool_use"]
+RUNNERS: tuple[str, ...] = get_args(Runner)
 EventSink = Callable[[AgentEvent], None]
 
 
@@ -69,6 +76,11 @@ class ModeSpec:
     @property
     def needs_env(self) -> bool:
         return any(part in ("act", "react") for part in self.parts)
+
+    @property
+    def needs_answers(self) -> bool:
+        """Whether a part answers without acting (Standard, CoT, CoT-SC): only for tasks with answers."""
+        return any(part in ("standard", "cot", "cot_sc") for part in self.parts)
 
     @property
     def samples(self) -> bool:
@@ -110,7 +122,7 @@ MODES: tuple[str, ...] = tuple(MODE_SPECS)
 class SolveSettings:
     mode: str = "react"
     runner: Runner = "text"
-    parser: Literal["paper", "robust"] = "paper"
+    parser: ParserName = "paper"
     loop: LoopConfig = LoopConfig()
     max_tokens: int = 100
     temperature: float | None = 0.0
@@ -124,8 +136,8 @@ class SolveSettings:
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
             raise ConfigError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
-        if self.runner not in ("text", "tool_use"):
-            raise ConfigError(f"unknown runner {self.runner!r}; one of text, tool_use")
+        if self.runner not in RUNNERS:
+            raise ConfigError(f"unknown runner {self.runner!r}; one of {', '.join(RUNNERS)}")
         if self.cot_sc_samples < 1:
             raise ConfigError(f"cot_sc_samples={self.cot_sc_samples}: must be at least 1")
 
@@ -160,6 +172,7 @@ class Outcome:
     steps: int
     usage: Usage
     error: str | None = None
+    reward: float | None = None  # the environment's score of the episode, where it gives one
     backoff: bool = False
     samples: list[str] = field(default_factory=list)
     vote: Vote | None = None
@@ -167,14 +180,11 @@ class Outcome:
     stats: StepStats = field(default_factory=StepStats)
 
 
-EnvFactory = Callable[[], Any]
-
-
 def wants_backoff(part: Part, outcome: Outcome) -> bool:
     """Whether ``outcome`` of ``part`` is handed to the mode's backoff part."""
     match part:
         case "act" | "react":
-            return outcome.reason != "error" and not outcome.prediction.strip()
+            return outcome.reason not in ("error", "done") and not outcome.prediction.strip()
         case "cot_sc":
             assert outcome.vote is not None
             return outcome.vote.count < outcome.vote.total / 2
@@ -184,8 +194,16 @@ def wants_backoff(part: Part, outcome: Outcome) -> bool:
             assert_never(part)
 
 
+def _as_example(example: Example | str) -> Example:
+    return example if isinstance(example, Example) else Example("", example, "")
+
+
 class Solver:
-    """Solves one example in the configured mode; shared across examples of a run."""
+    """Solves one example in the configured mode; shared across examples of a run.
+
+    ``env_factory`` makes one environment per agent episode (None: the mode must not act);
+    ``text_format`` is the task's (``runners.formats``; default: the numbered ReAct format with
+    plain ``name[argument]`` actions)."""
 
     def __init__(
         self,
@@ -193,24 +211,28 @@ class Solver:
         model: ModelClient,
         prompts: dict[str, PromptSpec],
         env_factory: EnvFactory | None,
+        text_format: TextFormat | None = None,
     ):
         self.settings = settings
         self.spec = MODE_SPECS[settings.mode]
         self.model = model
         self.prompts = prompts
         self.env_factory = env_factory
+        self.text_format: TextFormat = text_format if text_format is not None else NumberedFormat(bracket_grammar)
 
-    async def solve(self, question: str, on_event: EventSink | None = None) -> Outcome:
+    async def solve(self, example: Example | str, on_event: EventSink | None = None) -> Outcome:
+        example = _as_example(example)
         spec = self.spec
-        first = await self._part(spec.first, question, on_event)
+        first = await self._part(spec.first, example, on_event)
         if spec.backoff is not None and wants_backoff(spec.first, first):
-            second = await self._part(spec.backoff, question, on_event)
+            second = await self._part(spec.backoff, example, on_event)
             return _merge(first, second, f"{spec.first}->{spec.backoff}")
         return first
 
     def probe_requests(self, question: str = "probe") -> list[ModelRequest]:
         """The first request of every kind this mode sends, built by the policies themselves
         (so what a model will not apply is asked of the requests really sent)."""
+        example = Example("probe", question, "")
         requests = []
         for part in self.spec.parts:
             match part:
@@ -219,8 +241,8 @@ class Solver:
                 case "cot_sc":
                     requests.append(self._answer_policy(question, "cot", self._sampling(0)).first_request())
                 case "act" | "react":
-                    tools = self._new_env().tools() if self.settings.runner == "tool_use" else ()
-                    requests.append(self._agent_policy(question, part, tools).first_request())
+                    actions = self._new_env().actions() if self.env_factory is not None else ()
+                    requests.append(self._agent_policy(example, question, part, actions).first_request())
                 case _:
                     assert_never(part)
         return requests
@@ -240,14 +262,14 @@ class Solver:
             case _:
                 assert_never(self.spec.first)
 
-    async def _part(self, part: Part, question: str, on_event: EventSink | None) -> Outcome:
+    async def _part(self, part: Part, example: Example, on_event: EventSink | None) -> Outcome:
         match part:
             case "standard" | "cot":
-                return await self._one_call(question, part, on_event, self._sampling())
+                return await self._one_call(example.question, part, on_event, self._sampling())
             case "cot_sc":
-                return await self._cot_sc(question, on_event)
+                return await self._cot_sc(example.question, on_event)
             case "act" | "react":
-                return await self._agent(question, part, on_event)
+                return await self._agent(example, part, on_event)
             case _:
                 assert_never(part)
 
@@ -258,22 +280,23 @@ class Solver:
         return Sampling(s.max_tokens, s.cot_sc_temperature, sample_index=sample_index)
 
     def _answer_policy(self, question: str, style: Literal["cot", "standard"], sampling: Sampling) -> AnswerPolicy:
-        return AnswerPolicy(self.model, self.prompts[style], question, style, sampling)
+        return AnswerPolicy(self.model, self.prompts[style], question, self.text_format.label, style, sampling)
 
     def _agent_policy(
-        self, question: str, style: Literal["react", "act"], tools: tuple[ToolSpec, ...]
+        self, example: Example, first: str, style: Literal["react", "act"], actions: tuple[ToolSpec, ...]
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
-        prompt = self.prompts[prompt_key(style, s.runner)]
+        prompt = self.prompts[prompt_key(style, s.runner)].for_example(example)
         if s.context.name == "subagent":  # the instruction names the extra action
-            note = RESEARCH_NOTE_TEXT if s.runner == "text" else RESEARCH_NOTE_TOOLS
-            prompt = replace(prompt, instruction=prompt.instruction + note)
+            prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))
+        view = ContextView(s.context)
         if s.runner == "text":
-            return TextPolicy(self.model, prompt, question, style, s.parser, self._sampling(), context=s.context)
-        return ToolUsePolicy(self.model, prompt, question, tools, style, s.thinking, s.tool_max_tokens, s.temperature,
-                             s.shots, context=s.context)  # fmt: skip
+            return TextPolicy(self.model, prompt, first, self.text_format, actions, style, s.parser, self._sampling(),
+                              context=view)  # fmt: skip
+        return ToolUsePolicy(self.model, prompt, first, actions, self.text_format, style, s.thinking,
+                             s.tool_max_tokens, s.temperature, s.shots, context=view)  # fmt: skip
 
-    def _new_env(self) -> Any:
+    def _new_env(self) -> Environment:
         if self.env_factory is None:
             raise ValueError(f"mode {self.settings.mode} needs an environment")
         return self.env_factory()
@@ -317,14 +340,17 @@ class Solver:
             stats=stats,
         )
 
-    async def _agent(self, question: str, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
-        env = self._new_env()
+    async def _agent(self, example: Example, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
+        env: Environment = self._new_env()
         subagent = None
         if self.settings.context.name == "subagent":
             env = subagent = SubagentEnv(env, self._inner_agent)
-        policy = self._agent_policy(question, style, env.tools())
-        action_env = TextActionEnv(env) if self.settings.runner == "text" else env
-        result = await self._episode(policy, action_env, self.settings.loop, on_event)
+        try:
+            first = await env.reset(example)
+        except EpisodeAbort as exc:  # the environment cannot serve this example now: an error, re-runnable
+            return Outcome("", style, "error", 0, Usage(), error=f"reset: {type(exc).__name__}: {exc}")
+        policy = self._agent_policy(example, first.text, style, env.actions())
+        result = await self._episode(policy, env, self.settings.loop, on_event)
         outcome = _outcome(result, style, policy.stats)
         if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
             outcome.episodes += subagent.episodes
@@ -336,15 +362,18 @@ class Solver:
         """A subagent's episode: ReAct with the whole history, its own step cap, a fresh env."""
         s = self.settings
         inner = Solver(replace(s, context=ContextConfig(), loop=LoopConfig(max_steps=s.context.inner_max_steps)),
-                       self.model, self.prompts, self.env_factory)  # fmt: skip
-        return await inner._agent(question, "react", None)
+                       self.model, self.prompts, self.env_factory, self.text_format)  # fmt: skip
+        return await inner._agent(Example("subagent", question, ""), "react", None)
 
 
 class _NoEnv:
-    def tools(self):
+    def actions(self):
         return ()
 
-    async def execute(self, name, arguments):  # pragma: no cover - one-call policies never act
+    async def reset(self, example):  # pragma: no cover - one-call policies never act
+        raise AssertionError("this mode takes no actions")
+
+    async def step(self, action):  # pragma: no cover - one-call policies never act
         raise AssertionError("this mode takes no actions")
 
 
@@ -364,6 +393,7 @@ def _outcome(result: EpisodeResult, route: str, stats: StepStats) -> Outcome:
         steps=result.steps,
         usage=result.usage,
         error=result.error,
+        reward=result.reward,
         episodes=[episode],
         stats=stats,
     )
@@ -378,6 +408,7 @@ def _merge(first: Outcome, second: Outcome, route: str) -> Outcome:
         steps=first.steps + second.steps,
         usage=first.usage + second.usage,
         error=second.error,
+        reward=second.reward,
         backoff=True,
         samples=first.samples or second.samples,
         vote=first.vote or second.vote,

@@ -15,18 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.metrics import bootstrap_ci, grounded
+from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
-
-# Table 1 of the paper (PaLM-540B): HotpotQA EM / FEVER accuracy, in percent.
-PAPER_TABLE1 = {
-    "standard": (28.7, 57.1),
-    "cot": (29.4, 56.3),
-    "cot_sc": (33.4, 60.4),
-    "act": (25.7, 58.9),
-    "react": (27.4, 60.9),
-    "cot_sc_react": (34.2, 64.6),
-    "react_cot_sc": (35.1, 62.0),
-}
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
@@ -44,17 +34,17 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-_SUMMARY_FIELDS = ("id", "em", "f1", "accuracy", "correct", "in_label_set", "usage", "reason", "route", "retries",
-                   "request_cache", "replaced_chars", "bad_calls", "repairs", "cost_usd", "steps")  # fmt: skip
+_SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", "retries", "request_cache",
+                   "replaced_chars", "bad_calls", "repairs", "cost_usd", "steps", "reward")  # fmt: skip
 
 
-def _scalars(record: dict[str, Any]) -> dict[str, Any]:
-    """What ``summarize`` needs of a record: its scalar fields (and the groups of its
-    metadata), plus the two figures read from the trajectory (failure label, grounded), so
+def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
+    """What ``summarize`` needs of a record: its scalar fields, scores and the groups of its
+    metadata, plus the two figures read from the trajectory (failure label, grounded), so
     a run of any size is summarised holding one trajectory at a time."""
-    out = {k: record[k] for k in _SUMMARY_FIELDS if k in record}
+    out = {k: record[k] for k in (*_SUMMARY_FIELDS, *info.metrics) if k in record}
     metadata = record.get("metadata") or {}
-    out["metadata"] = {k: metadata[k] for k in ("type", "level", "label") if k in metadata}
+    out["metadata"] = {k: metadata[k] for k in info.groups if k in metadata}
     out["_failure_label"] = failure_label(record)
     out["_grounded"] = grounded(record.get("prediction") or "", observations(record))
     return out
@@ -66,10 +56,10 @@ def load_examples(run_dir: str | Path):
     return pd.DataFrame(read_records(Path(run_dir)))
 
 
-def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
-    records = [_scalars(r) for r in iter_records(run_dir)]
+def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
+    records = [_scalars(r, info) for r in iter_records(run_dir)]
     run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
-    metric_names = [m for m in ("em", "f1", "accuracy") if records and m in records[0]]
+    metric_names = [m for m in info.metrics if records and m in records[0]]
     metrics: dict[str, Any] = {
         "run_id": run["run_id"],
         "fingerprint": run["fingerprint"],
@@ -78,7 +68,9 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
         "runner": run["config"]["solve"]["runner"],
         "n": len(records),
         "n_planned": run["n_examples"],
-        "primary_metric": task.primary_metric,
+        "task": info.name,
+        "primary_metric": info.primary_metric,
+        "metrics": list(info.metrics),
         "not_applied": run["not_applied"],
     }
     for name in metric_names:
@@ -114,7 +106,7 @@ def summarize(run_dir: Path, task: Any) -> dict[str, Any]:
         else 0.0
     )
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
-    metrics["by_group"] = _breakdown(records, task.primary_metric)
+    metrics["by_group"] = _breakdown(records, info)
     return metrics
 
 
@@ -143,8 +135,11 @@ def _executed(record: dict[str, Any]) -> list[tuple[str, str, str]]:
             if event["type"] == "tool_called":
                 called[event["call_id"]] = event
             elif event["type"] == "tool_execution_finished":
-                arguments = called.get(event["call_id"], {}).get("arguments", {})
-                if event["name"] == "text_action":  # the text runner: "search[Ed Wood]"
+                call = called.get(event["call_id"], {})
+                arguments = call.get("arguments", {})
+                if call.get("text") is not None:  # the text runner: the action as executed, "search[Ed Wood]"
+                    name, action = event["name"], str(call["text"]).strip()
+                elif event["name"] == "text_action":  # runs recorded before the environment seam
                     action = str(arguments.get("action", ""))
                     name = action.split("[", 1)[0].strip().lower()
                 else:
@@ -189,10 +184,11 @@ def billed_equivalent_input(usage: dict[str, int]) -> float:
     return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
 
 
-def _breakdown(records: list[dict[str, Any]], metric: str) -> dict[str, dict[str, Any]]:
+def _breakdown(records: list[dict[str, Any]], info: TaskInfo) -> dict[str, dict[str, Any]]:
+    metric = info.primary_metric
     groups: dict[str, dict[str, list[float]]] = {}
     for record in records:
-        for key in ("type", "level", "label"):
+        for key in info.groups:
             value = (record.get("metadata") or {}).get(key)
             if value is not None and metric in record:
                 groups.setdefault(key, {}).setdefault(str(value), []).append(float(record[metric]))
@@ -202,16 +198,16 @@ def _breakdown(records: list[dict[str, Any]], metric: str) -> dict[str, dict[str
     }
 
 
-def format_table(metrics: dict[str, Any], task: str) -> str:
-    """A short, aligned metrics table with the paper's Table 1 figure beside ours."""
+def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
+    """A short, aligned metrics table with the paper's figure beside ours."""
     rows = [("metric", "value", "95% CI")]
-    for name in ("em", "f1", "accuracy"):
+    for name in info.metrics:
         if name in metrics:
             m = metrics[name]
             rows.append((name, f"{100 * m['mean']:.1f}", f"[{100 * m['ci95'][0]:.1f}, {100 * m['ci95'][1]:.1f}]"))
-    paper = PAPER_TABLE1.get(metrics["mode"])
-    if paper is not None:
-        rows.append(("paper (PaLM-540B)", f"{paper[0 if task == 'hotpotqa' else 1]:.1f}", ""))
+    for source, figures in info.paper.items():
+        if metrics["mode"] in figures:
+            rows.append((f"paper ({source})", f"{figures[metrics['mode']]:.1f}", ""))
     rows.append(("examples", f"{metrics['n']}/{metrics['n_planned']}", "scores are over all of them"))
     if metrics.get("errors"):
         rows.append(("ERRORS", str(metrics["errors"]), "examples a fault kept from answering, scored as wrong"))

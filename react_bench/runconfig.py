@@ -4,11 +4,14 @@ Hydra stops at ``scripts/``: ``RunConfig.from_mapping`` takes an ordinary dict (
 ``OmegaConf.to_container`` returns) and every setting is checked here, with errors that
 name the setting. A run's config is composed of the configs of its parts, each built by
 its own ``from_mapping``: ``TaskConfig`` (the ``task`` group plus the top-level example
-selection), ``WikiConfig`` (the ``wiki`` group), ``SolveSettings`` (mode, runner, decoding);
-the model stays a plain mapping until ``models.make_model`` types it for its provider.
+selection), the task's environment config (the task's ``env_group``: ``WikiConfig`` from the
+``wiki`` group for the Wikipedia tasks), ``SolveSettings`` (mode, runner, decoding); the model
+stays a plain mapping until ``models.make_model`` types it for its provider.
 
 ``protocol=paper`` (the default) fixes what the paper fixes: parser ``paper``, 7 steps,
-``give_up`` at the cap, temperature 0, 100 new tokens per step, 21 CoT-SC samples at 0.7.
+``give_up`` at the cap, temperature 0, 100 new tokens per step, 21 CoT-SC samples at 0.7, with a
+task's own protocol on top (``TaskInfo.protocol``: e.g. ALFWorld's 50 steps). A mode the task
+does not run (Standard or CoT where examples have no reference answers) is refused here.
 Asking for something else under ``protocol=paper`` is an error; ``protocol=custom`` allows
 it, and the run's fingerprint records every setting either way. ``on_limit=backoff`` (hand
 the example to CoT-SC at the cap) is the mode ``react_cot_sc``, and is read as that mode.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +33,8 @@ from react_bench.models.base import ThinkingConfig
 from react_bench.models.cache import CacheMode
 from react_bench.modes import SolveSettings
 from react_bench.rundir import check_run_id
-from react_bench.tasks.base import TaskConfig
-from react_bench.wiki import WikiConfig
+from react_bench.tasks import TASKS, task_info
+from react_bench.tasks.base import TaskConfig, TaskInfo
 
 PAPER = {
     "parser": "paper",
@@ -52,7 +55,7 @@ class RunConfig:
     task: TaskConfig
     model: dict[str, Any]
     solve: SolveSettings
-    wiki: WikiConfig = WikiConfig()
+    env: Any = None  # the task's environment config (WikiConfig for the Wikipedia tasks); None: none
     protocol: str = "paper"
     prompt_file: str | None = None
     prompt_key: str | None = None
@@ -86,11 +89,15 @@ class RunConfig:
         concurrency = _int(cfg, "concurrency", 1)
         if concurrency < 1:
             raise ConfigError(f"concurrency={concurrency}: must be at least 1")
+        task = _task_config(cfg, model)
+        info = task_info(task.name)
+        solve = _solve_settings(cfg, protocol, info)
+        env_group = TASKS[task.name].env_group
         return RunConfig(
-            task=_task_config(cfg, model),
+            task=task,
             model=model,
-            solve=_solve_settings(cfg, protocol),
-            wiki=_wiki_config(cfg.get("wiki") or {}, protocol),
+            solve=solve,
+            env=TASKS[task.name]().env_config(cfg.get(env_group) or {}, protocol) if env_group else None,
             protocol=protocol,
             prompt_file=prompt.get("file"),
             prompt_key=prompt.get("key"),
@@ -112,15 +119,6 @@ class RunConfig:
         )
 
 
-def _wiki_config(values: Mapping[str, Any], protocol: str) -> WikiConfig:
-    wiki = WikiConfig.from_mapping(values)
-    if wiki.backend == "local":
-        return replace(wiki, fidelity=None)  # the offline wiki has no HTML to read
-    if wiki.fidelity is None:  # live Wikipedia as the paper saw it, unless the protocol is custom
-        return replace(wiki, fidelity="paper" if protocol == "paper" else "clean")
-    return wiki
-
-
 def _task_config(cfg: Mapping[str, Any], model: Mapping[str, Any]) -> TaskConfig:
     values = dict(_section(cfg, "task"))
     values.update({key: cfg[key] for key in SELECTION_KEYS if cfg.get(key) is not None})
@@ -132,10 +130,23 @@ def _task_config(cfg: Mapping[str, Any], model: Mapping[str, Any]) -> TaskConfig
     return TaskConfig.from_mapping(values)
 
 
-def _solve_settings(cfg: Mapping[str, Any], protocol: str) -> SolveSettings:
-    chosen = _protocol_settings(cfg, protocol)
+def _check_mode(mode: str, info: TaskInfo) -> None:
+    from react_bench.modes import MODE_SPECS
+
+    spec = MODE_SPECS.get(mode)
+    if spec is None:
+        return  # SolveSettings names the unknown mode
+    allowed = info.modes or tuple(m for m, s in MODE_SPECS.items() if info.answers or not s.needs_answers)
+    if mode not in allowed:
+        why = "its examples have no reference answers to give without acting" if spec.needs_answers else "it is not run"
+        raise ConfigError(f"task={info.name} does not run mode={mode} ({why}); choose one of {', '.join(allowed)}")
+
+
+def _solve_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> SolveSettings:
+    chosen = _protocol_settings(cfg, protocol, info)
     runner = _section(cfg, "runner")
     mode = str(_section(cfg, "mode").get("name", "react"))
+    _check_mode(mode, info)
     on_limit = chosen["on_limit"]
     if on_limit == "backoff":
         if mode not in ("react", "react_cot_sc"):
@@ -220,8 +231,8 @@ def _section(cfg: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     return value
 
 
-def _protocol_settings(cfg: Mapping[str, Any], protocol: str) -> dict[str, Any]:
-    base = PAPER if protocol == "paper" else CUSTOM_DEFAULTS
+def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> dict[str, Any]:
+    base = {**(PAPER if protocol == "paper" else CUSTOM_DEFAULTS), **info.protocol}
     mode = cfg.get("mode") or {}
     chosen = dict(base)
     for key in base:
@@ -230,7 +241,7 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str) -> dict[str, Any]:
             continue
         if protocol == "paper" and value != base[key]:
             raise ConfigError(
-                f"protocol=paper fixes {key}={base[key]!r}; you asked for {key}={value!r}. "
+                f"protocol=paper fixes {key}={base[key]!r} for task={info.name}; you asked for {key}={value!r}. "
                 f"Add protocol=custom to run outside the paper's protocol."
             )
         chosen[key] = value

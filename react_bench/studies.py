@@ -32,10 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.modes import MODES, majority_vote
-from react_bench.results import PAPER_TABLE1, read_records
-
-TASK_COLUMNS = {"hotpotqa": "HotpotQA EM", "fever": "FEVER acc"}
-GPT3_REACT = {"hotpotqa": 30.4, "fever": 54.0}  # text-davinci-002, the official code (DESIGN 5)
+from react_bench.results import read_records
+from react_bench.tasks import TASKS, task_info
 
 
 def find_runs(paths: Iterable[str | Path]) -> list[Path]:
@@ -59,7 +57,7 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
         metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
         config = run["config"]
         task = config["task"]["name"]
-        primary = "em" if task != "fever" else "accuracy"
+        primary = task_info(task).primary_metric
         score = metrics.get(primary) or {}
         cost = (metrics.get("cost_usd") or {}).get("total")
         rows.append({
@@ -91,9 +89,12 @@ def table1(runs: Any, runner: str | None = None) -> tuple[Any, list[str]]:
     if runner is not None:
         runs = runs[runs["runner"] == runner]
     rows = []
+    present = set(runs["task"]) if len(runs) else set()
+    infos = [TASKS[name].info for name in TASKS if name in present]
     for mode in MODES:
         row: dict[str, Any] = {"mode": mode}
-        for task, column in TASK_COLUMNS.items():
+        for info in infos:
+            task, column = info.name, info.column
             cell = runs[(runs["mode"] == mode) & (runs["task"] == task)].sort_values("started")
             ids_of_task = set(runs[runs["task"] == task]["ids"])
             if len(cell):
@@ -104,9 +105,8 @@ def table1(runs: Any, runner: str | None = None) -> tuple[Any, list[str]]:
                 notes += [f"{mode} {task}: also {r} (older, not shown)" for r in cell["run_dir"].iloc[:-1]]
             else:
                 row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
-            paper = PAPER_TABLE1.get(mode)
-            row[f"{column} PaLM-540B"] = "" if paper is None else f"{paper[0 if task == 'hotpotqa' else 1]:.1f}"
-            row[f"{column} GPT-3"] = f"{GPT3_REACT[task]:.1f}" if mode == "react" else ""
+            for source, figures in info.paper.items():
+                row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
         rows.append(row)
     return pd.DataFrame(rows), notes
 
@@ -183,7 +183,7 @@ def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) 
         right = 0.0
         for r in records:
             answer = _answer_at_k(r, mode, k)
-            right += task.score(answer, r["gold"])[task.primary_metric]
+            right += task.score(answer, r["gold"])[task.info.primary_metric]
         curve.append(right / len(records) if records else 0.0)
     return curve
 

@@ -217,7 +217,7 @@ def _claims(rng, size, people, companies, entities) -> list[dict[str, Any]]:
 
 
 def world_dir(seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE, cache: Path | None = None) -> Path:
-    from react_bench.wiki.build import default_cache_dir
+    from react_bench.envs.wiki.build import default_cache_dir
 
     root = cache or default_cache_dir().parent / "synthwiki"
     return root / f"v{VERSION}-seed{seed}-size{size}"
@@ -254,7 +254,7 @@ def entity_dict(e: Entity) -> dict[str, Any]:
 
 def ensure_wiki(folder: Path) -> Path:
     """The world's offline wiki (the same SQLite FTS5 corpus the other tasks use)."""
-    from react_bench.wiki.build import build_from_jsonl, usable_wiki
+    from react_bench.envs.wiki.build import build_from_jsonl, usable_wiki
 
     path = folder / "wiki.sqlite"
     if not (path.exists() and usable_wiki(path)):
@@ -262,16 +262,14 @@ def ensure_wiki(folder: Path) -> Path:
     return path
 
 
-def prompt_file(folder: Path, label: str = "Question") -> dict[str, Any]:
-    """The project's prompt-file layout for SynthWiki: HotpotQA's instructions (the same
-    question format and actions), exemplars made from three train questions by walking their
-    gold paths through the world's own wiki (so every observation is what the environment
-    shows)."""
-    from react_bench.prompts import PROMPT_DIR
-    from react_bench.wiki.local import LocalWiki
+def prompt_file(folder: Path, own: dict[str, Any], label: str = "Question") -> dict[str, Any]:
+    """The project's prompt-file layout for SynthWiki: the instructions of ``own`` (HotpotQA's or
+    FEVER's prompt file: the same input format and actions), exemplars made from three train
+    questions by walking their gold paths through the world's own wiki (so every observation is
+    what the environment shows)."""
+    from react_bench.envs.wiki.local import LocalWiki
 
     claims = label == "Claim"
-    own = json.loads((PROMPT_DIR / ("fever.json" if claims else "hotpotqa.json")).read_text(encoding="utf-8"))
     wiki = LocalWiki(ensure_wiki(folder))
     train = [q for q in read_questions(folder) if q["split"] == "train"]
     if claims:
@@ -302,7 +300,7 @@ def prompt_file(folder: Path, label: str = "Question") -> dict[str, Any]:
 
 def oracle_steps(question: dict[str, Any], wiki: Any) -> list[tuple[str, str, str | None]]:
     """(thought, action, observation) along the gold path, then the finish (no observation)."""
-    from react_bench.wiki.env import NotFound, PageFound, not_found_observation, page_observation, page_sentences
+    from react_bench.envs.wiki.env import NotFound, PageFound, not_found_observation, page_observation, page_sentences
 
     steps: list[tuple[str, str, str | None]] = []
     page = None

@@ -43,8 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from react_bench.wiki.build import BuildStats, build_from_distractor, build_from_jsonl
-from react_bench.wiki.local import LocalWiki
+from react_bench.envs.wiki.build import BuildStats, build_from_distractor, build_from_jsonl
+from react_bench.envs.wiki.local import LocalWiki
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"p50_ms_6k": 2.0, "p50_ms_1m": 20.0, "build_docs_per_s": 20_000}

@@ -15,15 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from react_bench.wiki.build import (
-    build_from_distractor,
-    build_from_fever,
-    build_from_jsonl,
-    ensure_task_wiki,
-)
-from react_bench.wiki.local import LocalWiki
-
-BUILDERS = {"distractor": build_from_distractor, "fever": build_from_fever, "jsonl": build_from_jsonl}
+from react_bench.envs.wiki.build import BUILDERS
+from react_bench.envs.wiki.local import LocalWiki
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,10 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.task:
-        from react_bench.tasks.data import resolve_data_dir
+        from react_bench.tasks import TaskConfig, load_task
+        from react_bench.tasks.wikitask import WikiTask
 
-        data_dir = args.data_dir or resolve_data_dir(None)
-        path = ensure_task_wiki(args.task, data_dir, args.cache_dir)
+        task = load_task(args.task)
+        assert isinstance(task, WikiTask)
+        config = TaskConfig(name=args.task, data_dir=None if args.data_dir is None else str(args.data_dir))
+        path = task.local_wiki(config, args.cache_dir)
         print(f"{args.task}: {path} ({len(LocalWiki(path))} pages)")
         return 0
     if len(args.paths) != 2:

@@ -33,7 +33,7 @@ from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import RunConfig, resolve_settings  # noqa: E402
 from react_bench.sweep import SWEEP_ENV  # noqa: E402
-from react_bench.tasks import DataError  # noqa: E402
+from react_bench.tasks import DataError, task_info  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = ("task", "mode", "runner", "model", "wiki", "experiment")
@@ -93,7 +93,7 @@ def main(cfg: DictConfig) -> None:
         return
     if run_cfg.show != "none":
         print()
-        print(format_table(result.metrics, run_cfg.task.name))
+        print(format_table(result.metrics, task_info(run_cfg.task.name)))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
     if result.n_over_budget:
         print(

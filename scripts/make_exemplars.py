@@ -39,15 +39,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from react_bench.metrics import normalize_answer  # noqa: E402
-from react_bench.runners.text import paper_observation  # noqa: E402
-from react_bench.wiki.build import build_from_distractor, build_from_fever  # noqa: E402
-from react_bench.wiki.env import (  # noqa: E402
+from react_bench.envs.wiki.build import build_from_distractor, build_from_fever  # noqa: E402
+from react_bench.envs.wiki.env import (  # noqa: E402
     WikiBackend,
     WikiEnv,
     action_to_call,  # noqa: E402
 )
-from react_bench.wiki.local import LocalWiki  # noqa: E402
+from react_bench.envs.wiki.local import LocalWiki  # noqa: E402
+from react_bench.metrics import normalize_answer  # noqa: E402
+from react_bench.runners.formats import paper_observation  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data"

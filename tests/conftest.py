@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.envs.wiki.build import build_wiki
+from react_bench.envs.wiki.local import LocalWiki
 from react_bench.models.scripted import ScriptedModel, ScriptStep
-from react_bench.wiki.build import build_wiki
-from react_bench.wiki.local import LocalWiki
 from tests.support import PAGES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -32,7 +32,8 @@ PAGES = [
 
 
 def spec(label: str, style: str) -> PromptSpec:
-    return PromptSpec(f"<instruction {style}>\n", f"<exemplars {style}>\n", label, f"test/{style}")
+    """A short test prompt (the label is the text format's business: ``wiki_format(label)``)."""
+    return PromptSpec(f"<instruction {style}>\n", f"<exemplars {style}>\n", f"test/{label}/{style}")
 
 
 # Short test prompts, so the golden prompt files stay readable.
@@ -59,3 +60,10 @@ def records(run_dir: Path) -> list[dict]:
 def run_dir_of(output: str) -> Path:
     line = next(line for line in output.splitlines() if line.startswith("results: "))
     return Path(line.split()[1])
+
+
+def task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
+    """A Wikipedia task's own offline wiki, built from ``data_dir`` into ``cache_dir``."""
+    from react_bench.tasks import TaskConfig, load_task
+
+    return load_task(task).local_wiki(TaskConfig(name=task, data_dir=str(data_dir)), cache_dir)  # type: ignore[attr-defined]

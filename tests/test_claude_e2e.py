@@ -17,7 +17,7 @@ from react_bench.models.capabilities import cost_usd
 from react_bench.modes import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
-from react_bench.tasks import TaskConfig
+from react_bench.tasks import TaskConfig, task_info
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
@@ -78,7 +78,8 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["not_applied"] == ["temperature=0.0"]
     assert result.metrics["not_applied"] == ["temperature=0.0"]
-    assert re.search(r"^NOT APPLIED +temperature=0.0$", format_table(result.metrics, "hotpotqa"), re.MULTILINE)
+    table = format_table(result.metrics, task_info("hotpotqa"))
+    assert re.search(r"^NOT APPLIED +temperature=0.0$", table, re.MULTILINE)
     assert "does not take temperature=0.0" in out.getvalue()
     # cost at the table's prices (far below the long-prompt tier, so the sum of the calls' usage prices the same)
     expected = cost_usd("claude-opus-4-7", Usage.from_dict(record["usage"]))
@@ -86,7 +87,7 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
     assert record["cost_usd"] == pytest.approx(expected) and expected > 0
     assert result.metrics["cost_usd"]["total"] == pytest.approx(expected)
     assert result.metrics["cost_usd"]["per_correct"] == pytest.approx(expected)  # the one example is right
-    assert re.search(r"^cost \(USD\) +\d+\.\d{4} +per example", format_table(result.metrics, "hotpotqa"), re.M)
+    assert re.search(r"^cost \(USD\) +\d+\.\d{4} +per example", table, re.M)
 
 
 async def test_tool_use_runner_with_thinking_sent_back_verbatim(server, tmp_path):

@@ -6,10 +6,10 @@ from dataclasses import replace
 
 import pytest
 
+from react_bench.envs.wiki import WikiConfig
 from react_bench.errors import ConfigError
 from react_bench.models import META_KEYS, RETRY_KEYS, typed_config
 from react_bench.runconfig import RunConfig
-from react_bench.wiki import WikiConfig
 from tests.support import CONFIGS, composed
 
 
@@ -28,10 +28,10 @@ def test_every_option_of_every_group_composes(group):
             "mode": (run.solve.mode, cfg["mode"]["name"]),
             "runner": (run.solve.runner, cfg["runner"]["name"]),
             "model": (run.model, cfg["model"]),
-            "wiki": (run.wiki.backend, cfg["wiki"]["backend"]),
+            "wiki": (run.env.backend, cfg["wiki"]["backend"]),
         }[group]
         assert typed[0] == typed[1], (group, option)
-        assert replace(run.wiki, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)
+        assert replace(run.env, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)
 
 
 def provider_config_class(provider: str):
@@ -60,7 +60,7 @@ def test_every_model_config_has_only_known_keys(option):
 
 def test_defaults_are_the_offline_main_job():
     run = RunConfig.from_mapping(composed())
-    assert (run.task.name, run.solve.mode, run.solve.runner, run.model["provider"], run.wiki.backend) == (
+    assert (run.task.name, run.solve.mode, run.solve.runner, run.model["provider"], run.env.backend) == (
         "hotpotqa",
         "react",
         "text",
@@ -91,7 +91,7 @@ def test_on_limit_backoff_is_the_react_cot_sc_mode():
 def test_task_and_wiki_sections_are_typed_by_their_own_configs():
     run = RunConfig.from_mapping(composed("task=fever", "split=paper500", "n=7", "offset=2", "+wiki.timeout_s=3"))
     assert (run.task.name, run.task.split, run.task.n, run.task.offset) == ("fever", "paper500", 7, 2)
-    assert run.wiki.timeout_s == 3
+    assert run.env.timeout_s == 3
     with pytest.raises(ConfigError, match="unknown wiki settings"):
         RunConfig.from_mapping(composed("+wiki.timeout=3"))
     with pytest.raises(ConfigError, match="n='abc': expected a whole number"):

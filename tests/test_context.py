@@ -7,11 +7,11 @@ import json
 import pytest
 
 from react_bench.context import ContextConfig
+from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from react_bench.wiki.env import WikiEnv
 from tests.support import PROMPTS, eval_py, records, run_dir_of
 
 SEARCHES = ["Alpha Lake", "Beta River", "Gamma", "Alpha Lake"]
@@ -39,7 +39,7 @@ def solver(model, wiki, runner: str, context: ContextConfig, **settings) -> Solv
     thinking = ThinkingConfig("adaptive") if runner == "tool_use" else None
     solve = SolveSettings(mode="react", runner=runner, context=context, loop=LoopConfig(max_steps=7), thinking=thinking,
                           **settings)  # type: ignore[arg-type]  # fmt: skip
-    return Solver(solve, model, PROMPTS["Question"], lambda: WikiEnv(wiki))
+    return Solver(solve, model, PROMPTS["Question"], lambda: WikiEnv(wiki), wiki_format())
 
 
 def sent_text(request) -> str:

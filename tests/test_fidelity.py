@@ -37,7 +37,7 @@ def test_first_prompt_of_paper500_is_the_originals_byte_for_byte(scripted, share
     else:
         rows = (shared_data / "fever" / "paper_dev.jsonl").read_text().splitlines()
         originals = [json.loads(rows[i])["claim"] for i in PAPER500[:25]]
-    solver = Solver(config.solve, scripted([]), build_prompts(config), env_factory=None)
+    solver = Solver(config.solve, scripted([]), build_prompts(config), None, load_task(task).text_format())
     examples = load_task(task).examples(config.task)
     assert len(examples) == 25
     for example, original in zip(examples, originals, strict=True):
@@ -60,10 +60,10 @@ TESTLAND = (
 
 @pytest.fixture
 def paper_wiki(tmp_path):
+    from react_bench.envs.wiki.live import LiveSettings
+    from react_bench.envs.wiki.paper import PaperWiki
+    from react_bench.envs.wiki.store import ObservationStore
     from react_bench.testing.mediawiki_server import MediaWikiStandIn
-    from react_bench.wiki.live import LiveSettings
-    from react_bench.wiki.paper import PaperWiki
-    from react_bench.wiki.store import ObservationStore
 
     stand_in = MediaWikiStandIn(
         html_articles={
@@ -105,14 +105,14 @@ def paper_wiki(tmp_path):
     ],
 )
 async def test_paper_fidelity_observations(paper_wiki, action: str, observation: str) -> None:
-    from react_bench.wiki.env import WikiEnv
+    from react_bench.envs.wiki.env import WikiEnv
 
     wiki, _ = paper_wiki
     assert (await WikiEnv(wiki).step_text(action)).text == observation
 
 
 async def test_paper_fidelity_lookup_and_the_request_it_sends(paper_wiki) -> None:
-    from react_bench.wiki.env import WikiEnv
+    from react_bench.envs.wiki.env import WikiEnv
 
     wiki, stand_in = paper_wiki
     env = WikiEnv(wiki)
@@ -125,7 +125,7 @@ async def test_paper_fidelity_lookup_and_the_request_it_sends(paper_wiki) -> Non
 def test_paper_fidelity_is_the_default_for_live_wikipedia_under_the_paper_protocol() -> None:
     from tests.support import composed
 
-    assert RunConfig.from_mapping(composed("wiki=live")).wiki.fidelity == "paper"
-    assert RunConfig.from_mapping(composed("wiki=live", "protocol=custom")).wiki.fidelity == "clean"
-    assert RunConfig.from_mapping(composed("wiki=live", "wiki.fidelity=clean")).wiki.fidelity == "clean"
-    assert RunConfig.from_mapping(composed()).wiki.fidelity is None  # the offline wiki has no HTML
+    assert RunConfig.from_mapping(composed("wiki=live")).env.fidelity == "paper"
+    assert RunConfig.from_mapping(composed("wiki=live", "protocol=custom")).env.fidelity == "clean"
+    assert RunConfig.from_mapping(composed("wiki=live", "wiki.fidelity=clean")).env.fidelity == "clean"
+    assert RunConfig.from_mapping(composed()).env.fidelity is None  # the offline wiki has no HTML

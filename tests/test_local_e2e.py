@@ -41,7 +41,7 @@ def test_two_questions_end_to_end_with_the_local_model(tmp_path):
             assert text.startswith(f"Thought {step}: ") and f"\nAction {step}: " in text
             action = text.split(f"\nAction {step}: ", 1)[1]
             # The action executed is the one written, first letter lower-cased (the paper's rule).
-            assert call["arguments"]["action"] == action[:1].lower() + action[1:]
+            assert call["text"] == action[:1].lower() + action[1:]
         finished = [e for e in example["trajectory"][0]["events"] if e["type"] == "episode_finished"]
         assert finished[0]["answer"] == example["prediction"]
         if example["reason"] == "answered":

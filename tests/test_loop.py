@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from react_bench.environment import Action, Example
 from react_bench.events import (
     AGENT_EVENT_TYPES,
     AgentEvent,
@@ -80,10 +81,14 @@ class FakeEnv:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.finished: list[str] = []
 
-    def tools(self) -> tuple[ToolSpec, ...]:
+    def actions(self) -> tuple[ToolSpec, ...]:
         return ()
 
-    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation:
+    async def reset(self, example: Example) -> Observation:
+        return Observation(example.question)
+
+    async def step(self, action: Action) -> Observation:
+        name, arguments = action.name, action.arguments
         self.calls.append((name, dict(arguments)))
         key = str(arguments.get("q", ""))
         if key in self.gates:

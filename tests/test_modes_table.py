@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.models.base import ModelCapabilities
 from react_bench.modes import MODE_SPECS, MODES, Solver, SolveSettings
-from react_bench.wiki.env import WikiEnv
 from tests.support import PROMPTS
 
 EXPECTED_KEYS = {
@@ -42,9 +42,8 @@ def test_probe_requests_are_the_policies_first_requests(scripted, wiki, runner: 
     """cot_sc_react sends a sampled CoT request and a ReAct step-1 request; the probe builds
     both through the policies, so what a model refuses is judged on what is really sent."""
     model = scripted([])
-    solver = Solver(
-        SolveSettings(mode="cot_sc_react", runner=runner), model, PROMPTS["Question"], lambda: WikiEnv(wiki)
-    )
+    settings = SolveSettings(mode="cot_sc_react", runner=runner)
+    solver = Solver(settings, model, PROMPTS["Question"], lambda: WikiEnv(wiki), wiki_format())
     cot, react = solver.probe_requests("Which river feeds Alpha Lake?")
     assert (cot.temperature, cot.sample_index) == (0.7, 0)
     assert cot.prompt is not None and cot.prompt.endswith("Question: Which river feeds Alpha Lake?\nThought:")
@@ -58,6 +57,7 @@ def test_probe_requests_are_the_policies_first_requests(scripted, wiki, runner: 
 
 def test_a_model_without_sampling_reports_both_temperatures_not_applied(scripted, wiki) -> None:
     model = scripted([], capabilities=ModelCapabilities(raw_completion=True, sampling=False))
-    solver = Solver(SolveSettings(mode="react_cot_sc"), model, PROMPTS["Question"], lambda: WikiEnv(wiki))
+    settings = SolveSettings(mode="react_cot_sc")
+    solver = Solver(settings, model, PROMPTS["Question"], lambda: WikiEnv(wiki), wiki_format())
     dropped = [d for r in solver.probe_requests() for d in model.not_applied(r)]
     assert dropped == ["temperature=0.0", "temperature=0.7"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from react_bench.envs.wiki.env import action_to_call
 from react_bench.models.stopping import REASK_STOP, step_stop
 from react_bench.runners.parsing import (
     REPAIRS,
@@ -19,7 +20,6 @@ from react_bench.runners.parsing import (
     robust_parse,
     split_thought_action,
 )
-from react_bench.wiki.env import action_to_call
 
 # --- the paper parser ----------------------------------------------------------------------
 

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.envs.wiki.env import action_to_call
 from react_bench.metrics import normalize_answer
-from react_bench.prompts import PROMPT_DIR, STYLES, load_prompt
+from react_bench.prompts import PROMPT_DIR, STYLES
 from react_bench.runners.parsing import extract_answer, parse_step
 from react_bench.runners.text import base_prompt
-from react_bench.wiki.env import action_to_call
+from react_bench.tasks import load_task
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = {"hotpotqa": "Question", "fever": "Claim"}
@@ -176,10 +177,10 @@ def test_cot_and_standard_answers_are_read_back_as_gold(task: str, hotpot_train:
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("style", (*STYLES, "tool_use", "tool_use_act"))
 def test_prompt_layout(task: str, style: str) -> None:
-    spec = load_prompt(task, style)
+    spec = load_task(task).prompt(style, None, None, None)
     label = TASKS[task]
-    assert spec.label == label and spec.instruction.strip()
-    prompt = base_prompt(spec, "QQQ")
+    assert load_task(task).text_format().label == label and spec.instruction.strip()
+    prompt = base_prompt(spec, load_task(task).text_format().opening("QQQ"))
     if style in STYLES:
         assert spec.instruction.endswith("\n") and not spec.instruction.endswith("\n\n")
         assert spec.exemplars.startswith(f"\n{label}: ") and spec.exemplars.endswith("\n\n")
@@ -187,7 +188,8 @@ def test_prompt_layout(task: str, style: str) -> None:
     else:
         # the tool-use runner gets the text exemplars, turned into native turns by the runner
         text_style = {"tool_use": "react", "tool_use_act": "act"}[style]
-        assert spec.exemplars == load_prompt(task, text_style).exemplars and "finish" in spec.instruction
+        assert spec.exemplars == load_task(task).prompt(text_style, None, None, None).exemplars
+        assert "finish" in spec.instruction
     if style in ("react", "act"):
         assert all(action in spec.instruction for action in ("Search[entity]", "Lookup[keyword]", "Finish["))
     if style == "tool_use_act":
@@ -285,11 +287,13 @@ class _NoWiki:
 
 @pytest.mark.parametrize("task", TASKS)
 def test_tool_use_exemplars_become_native_turns(task: str) -> None:
+    from react_bench.envs.wiki.env import WIKI_TOOLS
     from react_bench.runners.tool_use import exemplar_conversation
     from react_bench.types import TextBlock, ToolResultBlock, ToolUseBlock
 
-    spec = load_prompt(task, "tool_use")
-    turns = exemplar_conversation(spec, "react", None)
+    spec = load_task(task).prompt("tool_use", None, None, None)
+    fmt = load_task(task).text_format()
+    turns = exemplar_conversation(spec, "react", None, fmt, WIKI_TOOLS)
     text_actions = re.findall(r"^Action \d+: (\w+)\[", spec.exemplars, re.MULTILINE)
     calls = [b for m in turns for b in m.content if isinstance(b, ToolUseBlock)]
     assert [c.name for c in calls] == [a.lower() for a in text_actions]  # every action, in order
@@ -298,6 +302,6 @@ def test_tool_use_exemplars_become_native_turns(task: str) -> None:
     assert [m.role for m in turns] == ["user", "assistant"] * (len(turns) // 2) + ["user"] * (len(turns) % 2)
     questions = [b.text for m in turns for b in m.content if isinstance(b, TextBlock) and m.role == "user"]
     assert len(questions) == COUNTS[task] and all(q.startswith(f"{TASKS[task]}: ") for q in questions)
-    assert exemplar_conversation(spec, "react", 0) == ()
-    two = exemplar_conversation(spec, "react", 2)
+    assert exemplar_conversation(spec, "react", 0, fmt, WIKI_TOOLS) == ()
+    two = exemplar_conversation(spec, "react", 2, fmt, WIKI_TOOLS)
     assert sum(1 for m in two for b in m.content if isinstance(b, TextBlock) and m.role == "user") == 2

@@ -6,17 +6,17 @@ import json
 
 import pytest
 
+from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.errors import ConfigError
 from react_bench.models.base import ModelCapabilities
 from react_bench.models.replay import RecordingModel, ReplayModel, cassette_line, example_scope, load_cassette
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolUseBlock
-from react_bench.wiki.env import WikiEnv
 from tests.support import PROMPTS
 
 
 async def run_examples(model, wiki, settings, questions):
-    solver = Solver(settings, model, PROMPTS["Question"], lambda: WikiEnv(wiki))
+    solver = Solver(settings, model, PROMPTS["Question"], lambda: WikiEnv(wiki), wiki_format())
     outcomes, lines = {}, []
     for example_id, question in questions.items():
         with example_scope(example_id) as calls:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from react_bench.results import format_table, summarize
-from react_bench.tasks import load_task
+from react_bench.tasks import load_task, task_info
 
 
 def write_run(tmp_path, task: str, records: list[dict]):
@@ -41,13 +41,13 @@ def test_cost_is_summed_and_unknown_is_never_zero(tmp_path):
     for i, r in enumerate(priced):
         r["correct"] = i == 0
     write_run(tmp_path, "hotpotqa", priced)
-    cost = summarize(tmp_path, task)["cost_usd"]
+    cost = summarize(tmp_path, task.info)["cost_usd"]
     assert cost == {"total": 0.5, "per_example": 0.25, "per_correct": 0.5}
     priced[1]["cost_usd"] = None  # one example on a model without a price
     write_run(tmp_path, "hotpotqa", priced)
-    metrics = summarize(tmp_path, task)
+    metrics = summarize(tmp_path, task.info)
     assert metrics["cost_usd"]["total"] is None
-    assert "cost (USD)           unknown" in format_table(metrics, "hotpotqa")
+    assert "cost (USD)           unknown" in format_table(metrics, task_info("hotpotqa"))
 
 
 def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
@@ -55,12 +55,12 @@ def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
     predictions = ["SUPPORTS", "maybe", "REFUTES", "NOT ENOUGH INFO"]
     golds = ["SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"]
     write_run(tmp_path, "fever", [record(i, **task.score(p, g)) for i, (p, g) in enumerate(zip(predictions, golds))])
-    metrics = summarize(tmp_path, task)
+    metrics = summarize(tmp_path, task.info)
     assert metrics["accuracy"]["mean"] == 0.5 and metrics["n"] == 4
     assert metrics["out_of_label_set"] == 1
     assert (metrics["bad_calls"], metrics["repairs"], metrics["usage"]["input_tokens"]) == (4, {"quotes": 4}, 40)
     assert metrics["by_group"]["label"] == {"REFUTES": {"n": 2, "accuracy": 1.0}, "SUPPORTS": {"n": 2, "accuracy": 0.0}}
-    table = format_table(metrics, "fever")
+    table = format_table(metrics, task_info("fever"))
     assert "answers not a label  1" in table and "NOT APPLIED" in table and "60.9" in table  # the paper's ReAct FEVER
 
 
@@ -71,7 +71,7 @@ def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
         "hotpotqa",
         [record(i, **task.score(p, "Paris")) for i, p in enumerate(["Paris", "paris.", "Lyon", ""])],
     )
-    metrics = summarize(tmp_path, task)
+    metrics = summarize(tmp_path, task.info)
     assert metrics["em"]["mean"] == 0.5
     low, high = metrics["em"]["ci95"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0

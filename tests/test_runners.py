@@ -12,18 +12,18 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ModelCapabilities
 from react_bench.modes import Solver, SolveSettings, majority_vote
 from react_bench.types import ModelResponse, StopReason, TextBlock, ToolResultBlock, ToolUseBlock
-from react_bench.wiki.env import WikiEnv
 from tests.support import PROMPTS
 
 GOLDEN = Path(__file__).parent / "fixtures" / "prompts"
 
 
 def solver(model, wiki, label="Question", **settings) -> Solver:
-    return Solver(SolveSettings(**settings), model, PROMPTS[label], lambda: WikiEnv(wiki))
+    return Solver(SolveSettings(**settings), model, PROMPTS[label], lambda: WikiEnv(wiki), wiki_format(label))
 
 
 def check_golden(name: str, text: str) -> None:

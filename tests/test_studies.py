@@ -72,7 +72,7 @@ def test_failure_labels_and_grounding(three_runs: Path) -> None:
     from react_bench.tasks import load_task
 
     react = next(p for p in three_runs.rglob("react-text/*") if p.is_dir())
-    metrics = summarize(react, load_task("hotpotqa"))
+    metrics = summarize(react, load_task("hotpotqa").info)
     assert sum(metrics["failure_labels"].values()) == 3
     # the first question is answered "yes" after searching Ed Wood, whose page says nothing "yes": not grounded
     assert 0.0 <= metrics["grounded_accuracy"] <= metrics["grounded"] <= 1.0

@@ -64,7 +64,7 @@ def test_names_collide_with_no_real_title(world: synthwiki.World, shared_data: P
 
 
 def test_every_question_is_answerable_from_its_gold_path(world: synthwiki.World, folder: Path) -> None:
-    from react_bench.wiki.local import LocalWiki
+    from react_bench.envs.wiki.local import LocalWiki
 
     wiki = LocalWiki(folder / "wiki.sqlite")
     for q in world.questions:

@@ -348,7 +348,7 @@ def test_hydra_group_files_make_a_task_config(name: str) -> None:
     assert isinstance(values, dict) and values["name"] == name
     config = TaskConfig.from_mapping(values)
     assert (config.split, config.on_missing, config.source, config.ids) == ("offline", "error", "auto", None)
-    assert load_task(values["name"]).name == name
+    assert load_task(values["name"]).info.name == name
 
 
 def test_task_config_rejects_what_cannot_work() -> None:
@@ -367,8 +367,8 @@ def test_scores_and_primary_metrics() -> None:
     assert hotpot.score("Tower", "Eiffel Tower") == pytest.approx({"em": 0.0, "f1": 2 / 3})
     assert fever.score("refutes.", "REFUTES") == {"accuracy": 1.0, "in_label_set": 1.0}
     assert fever.score("false", "REFUTES") == {"accuracy": 0.0, "in_label_set": 0.0}
-    assert (hotpot.primary_metric, fever.primary_metric) == ("em", "accuracy")
-    assert (hotpot.input_label, fever.input_label) == ("Question", "Claim")
+    assert (hotpot.info.primary_metric, fever.info.primary_metric) == ("em", "accuracy")
+    assert (hotpot.text_format().label, fever.text_format().label) == ("Question", "Claim")
 
 
 def test_examples_are_frozen() -> None:

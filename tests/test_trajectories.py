@@ -41,8 +41,8 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.envs.wiki.env import action_to_call
 from react_bench.runners.parsing import PARSERS, ParsedStep, ParserName, parse_step
-from react_bench.wiki.env import action_to_call
 
 TRAJECTORIES = "trajectories"
 REFLEXION_LOG = "reflexion_davinci003_hotpotqa_100x5.txt"

@@ -9,17 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from react_bench.errors import ConfigError
-from react_bench.wiki import build
-from react_bench.wiki.build import (
+from react_bench.envs.wiki import build
+from react_bench.envs.wiki.build import (
     build_from_distractor,
     build_from_jsonl,
-    ensure_task_wiki,
+    ensure_wiki,
     iter_json_array,
     pages_from_distractor,
 )
-from react_bench.wiki.env import WikiEnv, page_observation
-from react_bench.wiki.local import LocalWiki
+from react_bench.envs.wiki.env import WikiEnv, page_observation
+from react_bench.envs.wiki.local import LocalWiki
+from react_bench.errors import ConfigError
+from tests.support import task_wiki
 
 
 def _sha(path: Path) -> str:
@@ -59,31 +60,31 @@ def test_same_input_same_file_byte_for_byte(shared_data: Path, tmp_path: Path) -
     assert not list(tmp_path.glob(".*.tmp"))
 
 
-def test_ensure_task_wiki_builds_once_and_caches(shared_data: Path, tmp_path: Path) -> None:
-    path = ensure_task_wiki("fever", shared_data, tmp_path)
+def test_task_wiki_builds_once_and_caches(shared_data: Path, tmp_path: Path) -> None:
+    path = task_wiki("fever", shared_data, tmp_path)
     stamp = path.stat().st_mtime_ns
-    assert ensure_task_wiki("fever", shared_data, tmp_path) == path
+    assert task_wiki("fever", shared_data, tmp_path) == path
     assert path.stat().st_mtime_ns == stamp and path.parent == tmp_path
     assert len(LocalWiki(path)) == 1496
 
 
-def test_ensure_task_wiki_default_cache_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_task_wiki_default_cache_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
     (data / "fever").mkdir(parents=True)
     (data / "fever" / "wiki_pages_evidence_subset.jsonl").write_text(
         json.dumps({"id": "X_-LRB-y-RRB-", "text": "X is y .", "lines": "0\tX is y ."}) + "\n"
     )
     monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
-    path = ensure_task_wiki("fever", data)
+    path = task_wiki("fever", data)
     assert path.parent == tmp_path / "cache" / "wiki"
     assert LocalWiki(path).lookup_title("X (y)").text == "X is y."
     with pytest.raises(ConfigError, match="hotpot_dev_distractor_685"):
-        ensure_task_wiki("hotpotqa", data)
-    with pytest.raises(ConfigError, match="no local wiki source"):
-        ensure_task_wiki("alfworld", data)
+        task_wiki("hotpotqa", data)
+    with pytest.raises(ConfigError, match="no wiki builder"):
+        ensure_wiki("alfworld", data / "fever" / "wiki_pages_evidence_subset.jsonl", "pddl")
     # a damaged cache file is rebuilt rather than trusted
     path.write_bytes(b"this is not an SQLite file")
-    assert ensure_task_wiki("fever", data) == path
+    assert task_wiki("fever", data) == path
     assert LocalWiki(path).lookup_title("X (y)").text == "X is y."
     with pytest.raises(ConfigError, match="is not a usable wiki"):
         LocalWiki(tmp_path / "data" / "fever" / "wiki_pages_evidence_subset.jsonl")
@@ -91,7 +92,7 @@ def test_ensure_task_wiki_default_cache_and_errors(tmp_path: Path, monkeypatch: 
 
 @pytest.fixture(scope="module")
 def hotpot_wiki(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> LocalWiki:
-    return LocalWiki(ensure_task_wiki("hotpotqa", shared_data, tmp_path_factory.mktemp("cache")))
+    return LocalWiki(task_wiki("hotpotqa", shared_data, tmp_path_factory.mktemp("cache")))
 
 
 async def test_every_gold_supporting_title_of_the_685_questions_is_found(

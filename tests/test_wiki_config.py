@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from react_bench.envs.wiki import WikiConfig, make_env_factory
+from react_bench.envs.wiki.live import LiveWiki
+from react_bench.envs.wiki.local import LocalWiki
+from react_bench.envs.wiki.store import ObservationStore
 from react_bench.errors import ConfigError
-from react_bench.wiki import WikiConfig, make_env_factory
-from react_bench.wiki.live import LiveWiki
-from react_bench.wiki.local import LocalWiki
-from react_bench.wiki.store import ObservationStore
+from tests.support import task_wiki
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "wiki"
 
@@ -27,7 +28,7 @@ def test_group_files_are_the_three_backends() -> None:
 
 
 async def test_local_default_builds_the_tasks_wiki_and_gives_fresh_envs(shared_data: Path, tmp_path: Path) -> None:
-    factory = make_env_factory(_group("local"), task="fever", data_dir=shared_data, cache_dir=tmp_path)
+    factory = make_env_factory(_group("local"), local_wiki=lambda: task_wiki("fever", shared_data, tmp_path))
     first, second = factory(), factory()
     assert first is not second and first.backend is second.backend is factory.backend
     assert isinstance(factory.backend, LocalWiki) and factory.backend.path.parent == tmp_path
@@ -37,14 +38,14 @@ async def test_local_default_builds_the_tasks_wiki_and_gives_fresh_envs(shared_d
 
 
 def test_local_with_a_path(tmp_path: Path) -> None:
-    from react_bench.wiki.build import build_from_jsonl
+    from react_bench.envs.wiki.build import build_from_jsonl
 
     src = tmp_path / "p.jsonl"
     src.write_text(json.dumps({"title": "A", "text": "A is a letter."}) + "\n")
     build_from_jsonl(src, tmp_path / "w.sqlite")
     factory = make_env_factory(WikiConfig(path=str(tmp_path / "w.sqlite")))
     assert factory.backend.lookup_title("a").text == "A is a letter."
-    with pytest.raises(ConfigError, match="task"):
+    with pytest.raises(ConfigError, match="task's own wiki"):
         make_env_factory(WikiConfig())
 
 

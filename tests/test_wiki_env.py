@@ -8,9 +8,10 @@ import json
 
 import pytest
 
-from react_bench.wiki.build import build_from_jsonl
-from react_bench.wiki.env import NO_MORE_RESULTS, NO_PAGE, WikiEnv, page_observation, page_sentences
-from react_bench.wiki.local import LocalWiki
+from react_bench.environment import Action
+from react_bench.envs.wiki.build import build_from_jsonl
+from react_bench.envs.wiki.env import NO_MORE_RESULTS, NO_PAGE, WikiEnv, page_observation, page_sentences
+from react_bench.envs.wiki.local import LocalWiki
 
 ALPHA = (
     "Alpha Ridge is a mountain range in Testland. It rises to 2,000 m. The eastern sector is dry.\n"
@@ -133,7 +134,7 @@ async def test_finish_ends_the_episode_and_later_actions_repeat_it(wiki: LocalWi
     env = WikiEnv(wiki)
     obs = await env.step_text("Finish[1,800 to 7,000 ft]")
     assert obs.final_answer == "1,800 to 7,000 ft" and env.answer == "1,800 to 7,000 ft"
-    again = await env.execute("search", {"entity": "Alpha Ridge"})
+    again = await env.step(Action("search", {"entity": "Alpha Ridge"}))
     assert again == obs
 
 
@@ -149,19 +150,19 @@ async def test_execute_and_step_text_give_the_same_observations(wiki: LocalWiki)
     by_text, by_tool = WikiEnv(wiki), WikiEnv(wiki)
     params = {"search": "entity", "lookup": "keyword", "finish": "answer"}
     for name, arg in script:
-        assert await by_text.step_text(f"{name}[{arg}]") == await by_tool.execute(name, {params[name]: arg})
+        assert await by_text.step_text(f"{name}[{arg}]") == await by_tool.step(Action(name, {params[name]: arg}))
 
 
 async def test_tool_errors_are_error_observations(wiki: LocalWiki) -> None:
     env = WikiEnv(wiki)
-    assert (await env.execute("browse", {"url": "x"})).is_error
-    assert (await env.execute("search", {})).is_error
-    assert (await env.execute("search", {"entity": 3})).is_error
-    assert (await env.execute("search", {"entity": "Alpha Ridge"})).text.startswith("Alpha Ridge is")
+    assert (await env.step(Action("browse", {"url": "x"}))).is_error
+    assert (await env.step(Action("search", {}))).is_error
+    assert (await env.step(Action("search", {"entity": 3}))).is_error
+    assert (await env.step(Action("search", {"entity": "Alpha Ridge"}))).text.startswith("Alpha Ridge is")
 
 
 def test_tools_are_search_lookup_finish_with_named_string_arguments(wiki: LocalWiki) -> None:
-    specs = {t.name: t.input_schema for t in WikiEnv(wiki).tools()}
+    specs = {t.name: t.input_schema for t in WikiEnv(wiki).actions()}
     assert list(specs) == ["search", "lookup", "finish"]
     for name, param in [("search", "entity"), ("lookup", "keyword"), ("finish", "answer")]:
         assert specs[name]["required"] == [param]
@@ -178,5 +179,5 @@ async def test_episodes_sharing_a_backend_keep_their_own_state(wiki: LocalWiki) 
 async def test_concurrent_actions_of_one_turn_apply_in_call_order(wiki: LocalWiki) -> None:
     env = WikiEnv(wiki)
     await env.step_text("search[Alpha Ridge]")
-    results = await asyncio.gather(*(env.execute("lookup", {"keyword": "eastern"}) for _ in range(3)))
+    results = await asyncio.gather(*(env.step(Action("lookup", {"keyword": "eastern"})) for _ in range(3)))
     assert [r.text.split(")")[0] for r in results] == ["(Result 1 / 3", "(Result 2 / 3", "(Result 3 / 3"]

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import wikipedia.wikipedia as wikipedia_module
 
+from react_bench.envs.wiki.env import NotFound, PageFound, WikiEnv
+from react_bench.envs.wiki.live import DEFAULT_USER_AGENT, LiveSettings, LiveWiki, ReplayMiss, page_text
+from react_bench.envs.wiki.store import ObservationStore
 from react_bench.errors import ConfigError
 from react_bench.loop import Observation
 from react_bench.testing.mediawiki_server import MediaWikiStandIn
-from react_bench.wiki.env import NotFound, PageFound, WikiEnv
-from react_bench.wiki.live import DEFAULT_USER_AGENT, LiveSettings, LiveWiki, ReplayMiss, page_text
-from react_bench.wiki.store import ObservationStore
 
 OROGENY = (
     "The Testland orogeny was an episode of mountain building. It took place long ago.\n\n\n"

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.envs.wiki import local
+from react_bench.envs.wiki.build import build_from_fever, build_from_jsonl, detokenize_fever
+from react_bench.envs.wiki.env import NotFound, PageFound, WikiEnv
+from react_bench.envs.wiki.local import LocalWiki, normalize_title, query_tokens
 from react_bench.errors import ConfigError
-from react_bench.wiki import local
-from react_bench.wiki.build import build_from_fever, build_from_jsonl, detokenize_fever
-from react_bench.wiki.env import NotFound, PageFound, WikiEnv
-from react_bench.wiki.local import LocalWiki, normalize_title, query_tokens
 
 PAGES = [
     ("Alpha Ridge", "Alpha Ridge is a mountain range. It lies near the coast."),

@@ -115,7 +115,7 @@ async def test_the_summary_is_the_same_read_one_record_at_a_time(tmp_path):
     n = 20
     model = WalkingModel(Walk(7, plans(n)))
     result = await evaluate(walker_config(tmp_path, "text", n), out=io.StringIO(), model=model)
-    again = summarize(result.run_dir, load_task("hotpotqa"))
+    again = summarize(result.run_dir, load_task("hotpotqa").info)
     stored = json.loads((result.run_dir / "metrics.json").read_text())
     stored.pop("over_budget")
     assert again == stored

@@ -1,10 +1,14 @@
-"""Few-shot prompts: the project's own exemplars (``hotpotqa.json``, ``fever.json`` here),
-or any prompt file loaded by path and key (e.g. the paper's own prompt files, for an exact
-reproduction; they are never copied into this repository).
+"""Few-shot prompts: the project's own exemplars (``hotpotqa.json``, ``fever.json`` here; a task
+may generate its own, e.g. SynthWiki from its train split), or any prompt file loaded by path
+and key (e.g. the paper's own prompt files, for an exact reproduction; they are never copied
+into this repository).
 
 A prompt file of ours is JSON: ``{"label": "Question", "instructions": {style: text},
 "exemplars": {style: text}}`` with styles ``react``, ``act``, ``cot``, ``standard`` (and
-``tool_use`` / ``tool_use_act`` instructions for the native runner). A foreign file is JSON
+``tool_use`` / ``tool_use_act`` instructions for the native runner); the task reads it
+(``Task.own_prompts``) and hands it to ``load_prompt``. A prompt may hold one exemplar text per
+group of examples (``variants``, keyed by an example's ``metadata[variant_key]``: ALFWorld's
+exemplars are of the game's task type); ``for_example`` picks the example's. A foreign file is JSON
 ``{key: exemplars}`` (the paper's layout); its instruction is ours unless one is given
 (``load_instruction``: the paper's notebooks' instructions are a JSON file of ``{task: text}``;
 FEVER's is empty, its exemplars open with their own instruction). With both, the first
@@ -16,9 +20,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from react_bench.errors import ConfigError
 
@@ -30,29 +36,37 @@ STYLES = ("react", "act", "cot", "standard")
 class PromptSpec:
     instruction: str
     exemplars: str
-    label: str  # "Question" (HotpotQA) or "Claim" (FEVER)
     source: str  # "react_bench:hotpotqa/react" or "<path>#<key>"
+    variants: tuple[tuple[str, str], ...] = ()  # (group, exemplars): one exemplar text per group
+    variant_key: str | None = None  # the example metadata that names its group
 
     @property
     def sha256(self) -> str:
-        text = json.dumps([self.instruction, self.exemplars, self.label])
+        text = json.dumps([self.instruction, self.exemplars, list(self.variants), self.variant_key])
         return hashlib.sha256(text.encode()).hexdigest()
+
+    def for_example(self, example: Any) -> PromptSpec:
+        """The prompt of one example: its group's exemplars where the prompt has variants."""
+        if self.variant_key is None:
+            return self
+        group = str((example.metadata or {}).get(self.variant_key))
+        chosen = dict(self.variants).get(group)
+        if chosen is None:
+            raise ConfigError(f"prompt {self.source} has no exemplars for {self.variant_key}={group!r}")
+        return replace(self, exemplars=chosen, variants=(), variant_key=None, source=f"{self.source}/{group}")
 
 
 @cache
-def _read(path: Path) -> dict:
+def _read(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"prompt.file: not found: {path}") from None
 
 
-def _own(task: str) -> dict:
-    if task in ("synthwiki", "synthwiki_claims"):  # generated with its world: exemplars from its train split
-        from react_bench.synthwiki import ensure_world, prompt_file
-
-        return prompt_file(ensure_world(), "Claim" if task == "synthwiki_claims" else "Question")
-    return _read(PROMPT_DIR / f"{task}.json")
+def own_prompt_file(name: str) -> dict[str, Any]:
+    """One of the project's prompt files here (``hotpotqa``, ``fever``)."""
+    return _read(PROMPT_DIR / f"{name}.json")
 
 
 def load_instruction(file: str | Path, key: str | None) -> str:
@@ -64,21 +78,22 @@ def load_instruction(file: str | Path, key: str | None) -> str:
 
 
 def load_prompt(
-    task: str,
+    own: Mapping[str, Any],
     style: str,
     file: str | Path | None = None,
     key: str | None = None,
     instruction: str | None = None,
+    name: str = "own",
 ) -> PromptSpec:
-    """The prompt for ``task`` and ``style``; ``file``+``key`` load foreign exemplars."""
+    """The prompt of ``style`` from the task ``name``'s own prompt file ``own``; ``file``+``key`` load
+    foreign exemplars (with our instruction, unless ``instruction`` is given)."""
     if style not in (*STYLES, "tool_use", "tool_use_act"):
         raise ConfigError(f"unknown prompt style {style!r}; one of {STYLES}")
-    own = _own(task)
     own_instruction = own["instructions"][style]
     if file is None:
         # the tool-use runner converts the text exemplars into native turns (runners/tool_use.py)
         exemplars = own["exemplars"].get({"tool_use": "react", "tool_use_act": "act"}.get(style, style), "")
-        source = f"react_bench:{task}/{style}"
+        source = f"react_bench:{name}/{style}"
     else:
         foreign = _read(Path(file).expanduser().resolve())
         if key not in foreign:
@@ -88,6 +103,5 @@ def load_prompt(
     return PromptSpec(
         instruction=own_instruction if instruction is None else instruction,
         exemplars=exemplars,
-        label=own["label"],
         source=source,
     )

@@ -15,9 +15,10 @@ paper's re-ask stop ``\\n`` is whitespace-only) is honoured all the same.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from react_bench.context import ContextView, View
 from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
 from react_bench.models.base import ModelClient, ModelRequest, stream_response
 from react_bench.models.stopping import cut_at_stop
@@ -63,6 +64,19 @@ async def stream_turn(
         elif isinstance(item, ModelResponse):
             stats.replaced_chars += item.replaced_chars
             yield item
+
+
+async def viewed(
+    context: ContextView,
+    model: ModelClient,
+    history: Sequence[Message],
+    render: Callable[[Sequence[Message]], str],
+    stats: StepStats,
+) -> View:
+    """The context view of ``history``; a summary call it made counts like any other call."""
+    view = await context.view(model, history, render)
+    stats.calls += view.calls
+    return view
 
 
 @dataclass(frozen=True)

@@ -1,141 +1,126 @@
-"""The classic text runner: the paper's Thought / Action / Observation protocol on the loop.
+"""The classic text runner: a benchmark's text protocol (the task's ``TextFormat``) on the loop.
 
-Per step ``i`` the prompt is ``instruction + exemplars + "Question: ..."`` (FEVER:
-``Claim: ...``) plus the scratchpad so far, ending in ``Thought {i}:`` (Act: ``Action {i}:``).
-The completion is cut at ``\\nObservation {i}:`` and the action read from after
-``\\nAction {i}: ``. With ``parser="paper"`` this is exactly the original code: when the split
-fails, the first line is kept as the thought and the model is asked again with
-``Thought {i}: {thought}\\nAction {i}:`` and stop ``\\n`` (a "bad call"); the first letter of
-the action is lower-cased before execution; observations have literal ``\\n`` removed.
-``parser="robust"`` repairs common format slips first (each repair counted) and re-asks
-only when no action can be found. An empty answer to the re-ask is executed as the empty
-action, which the environment answers ``Invalid action: `` (the original code crashed on it,
-indexing the empty string); the episode goes on.
+Per step ``i`` the prompt is ``instruction + exemplars`` (the same for every example of a run),
+the format's opening of the first observation (HotpotQA ``Question: ...``; ALFWorld the room
+and the task), one piece per finished step, and the format's suffix (``Thought {i}:``, ``>``,
+``Action:``). The completion is cut at the format's stops and parsed by the format; where it
+names no action (HotpotQA's failed split) the format's re-ask is sent with stop ``\n`` and
+counted as a bad call. The action text becomes an ``environment.Action`` through the format's
+grammar, given the actions the environment offers; the text as executed is recorded with it.
 
-How the text reaches each kind of model is ``runners.common.complete_text``'s business.
-The environment sees paper-format action strings through ``TextActionEnv``.
+With ``NumberedFormat`` and ``parser="paper"`` this is exactly the original HotpotQA / FEVER
+code: the re-ask keeps the first line as the thought; the first letter of the action is
+lower-cased before execution (the wiki grammar); observations have literal ``\n`` removed. An
+empty answer to the re-ask is executed as the empty action, which the environment answers as
+invalid (the original crashed, indexing the empty string); the episode goes on.
+
+What is sent of the history is the context view's business (``context.ContextView``): full,
+truncated, compacted, or cut to a window of characters (WebShop's notebook kept the last
+``6400 - len(prompt)`` characters of the trajectory). How the text reaches each kind of model
+is ``runners.common.complete_text``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from react_bench.context import Compactor, ContextConfig, summary_block, truncate
+from react_bench.context import ContextView
 from react_bench.events import AgentEvent, ParseError
-from react_bench.loop import Decision, Observation, ToolCall
+from react_bench.loop import Decision, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ToolSpec
-from react_bench.models.stopping import REASK_STOP, step_stop
+from react_bench.models.stopping import REASK_STOP
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import Completion, Sampling, StepStats, complete_text, text_request
-from react_bench.runners.parsing import extract_answer, parse_act, parse_step, reask_suffix
+from react_bench.runners.common import Completion, Sampling, StepStats, complete_text, text_request, viewed
+from react_bench.runners.formats import TextFormat
+from react_bench.runners.parsing import ParserName, extract_answer, parse_act
 from react_bench.types import Message, ToolResultBlock, Usage
-from react_bench.wiki.env import executed_text
 
-Parser = Literal["paper", "robust"]
-TEXT_ACTION_TOOL = "text_action"
+Parser = ParserName
 
 
-class TextActionEnv:
-    """Adapts a WikiEnv to the loop for the text runner: one tool taking the action string."""
-
-    def __init__(self, env: Any):
-        self.env = env
-
-    def tools(self) -> tuple[ToolSpec, ...]:
-        return ()
-
-    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation:
-        if name != TEXT_ACTION_TOOL:
-            raise ValueError(f"the text runner only executes {TEXT_ACTION_TOOL!r}, not {name!r}")
-        return await self.env.step_text(str(arguments["action"]))
+def base_parts(prompt: PromptSpec, opening: str) -> list[str]:
+    """The prompt before any step: instruction and exemplars (the same for every example of a
+    run, so a prompt cache shares them), then the example's opening."""
+    return [f"{prompt.instruction}{prompt.exemplars}", opening]
 
 
-def base_parts(prompt: PromptSpec, question: str) -> list[str]:
-    """The prompt before any step: instruction and exemplars (the same for every question of
-    a run, so a prompt cache shares them), then the question line."""
-    return [f"{prompt.instruction}{prompt.exemplars}", f"{prompt.label}: {question}\n"]
-
-
-def base_prompt(prompt: PromptSpec, question: str) -> str:
-    return "".join(base_parts(prompt, question))
-
-
-def paper_observation(text: str) -> str:
-    # The original code removes literal backslash-n pairs (not newlines) from observations.
-    return text.replace("\\n", "")
+def base_prompt(prompt: PromptSpec, opening: str) -> str:
+    return "".join(base_parts(prompt, opening))
 
 
 @dataclass
 class TextPolicy:
-    """ReAct (``style="react"``) or Act (``style="act"``) over the text protocol."""
+    """ReAct (``style="react"``) or Act (``style="act"``) over the task's text format."""
 
     model: ModelClient
     prompt: PromptSpec
-    question: str
+    question: str  # the first observation
+    text_format: TextFormat
+    actions: tuple[ToolSpec, ...] = ()  # what the environment offers (the grammar reads actions by them)
     style: Literal["react", "act"] = "react"
     parser: Parser = "paper"
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
-    context: ContextConfig = field(default_factory=ContextConfig)
-
-    def __post_init__(self) -> None:
-        self._compactor = Compactor(self.context) if self.context.name == "compact" else None
+    context: ContextView = field(default_factory=ContextView)
 
     def scratchpad_parts(self, history: Sequence[Message], first_step: int = 1) -> list[str]:
-        """One piece per finished step: its thought and action, and the observation."""
+        """One piece per finished step: the turn as stored, and its observation."""
         parts: list[str] = []
         for step, (turn, results) in enumerate(zip(history[0::2], history[1::2], strict=False), start=first_step):
-            observation = _result_text(results)
-            parts.append(f"{turn.text}\nObservation {step}: {observation}\n")
+            observation = "".join(b.content for b in results.content if isinstance(b, ToolResultBlock))
+            parts.append(self.text_format.piece(step, turn.text, observation))
         return parts
 
     def scratchpad(self, history: Sequence[Message]) -> str:
         return "".join(self.scratchpad_parts(history))
 
-    def _parts(self, history: Sequence[Message]) -> list[str]:
-        if self.context.name == "truncate":
-            history = truncate(history, self.context.keep_last)
-        return base_parts(self.prompt, self.question) + self.scratchpad_parts(history)
+    def _base(self) -> list[str]:
+        return base_parts(self.prompt, self.text_format.opening(self.question))
 
     async def _viewed_parts(self, history: Sequence[Message]) -> tuple[list[str], Usage]:
-        """The prompt's parts as the context setting sends them, and what a summary call cost."""
-        if self._compactor is None:
-            return self._parts(history), Usage()
-        calls = self._compactor.calls
-        summary, rest, spent = await self._compactor.view(self.model, history, self.scratchpad)
-        self.stats.calls += self._compactor.calls - calls  # the summary call counts like any other
-        covered = self._compactor.covered
-        head = [summary_block(summary, covered).text] if covered else []
-        return base_parts(self.prompt, self.question) + head + self.scratchpad_parts(rest, covered + 1), spent
+        """The prompt's parts as the context view sends them, and what a summary call cost."""
+        view = await viewed(self.context, self.model, history, self.scratchpad, self.stats)
+        head = [view.summary_text] if view.summary_text else []
+        return self._base() + head + self.scratchpad_parts(view.history, view.covered + 1), view.spent
 
-    def _step_suffix(self, step: int) -> str:
-        return f"Action {step}:" if self.style == "act" else f"Thought {step}:"
+    def _fitted(self, parts: list[str], suffix: str) -> tuple[list[str], str]:
+        """The character window (WebShop's notebook): the trajectory after the exemplars keeps
+        its last ``window - len(instruction + exemplars)`` characters, the suffix included."""
+        window = self.context.window_chars
+        if window is None:
+            return parts, suffix
+        keep = max(window - len(parts[0]), len(suffix)) - len(suffix)
+        body = "".join(parts[1:])
+        if len(body) <= keep:
+            return parts, suffix
+        return [parts[0], body[len(body) - keep :]], suffix
 
     def first_request(self) -> ModelRequest:
         """The request of step 1, as ``decide`` sends it (what the run records as not applied)."""
-        parts = self._parts(())
-        return text_request(self.model, parts, self._step_suffix(1), [step_stop(1)], self.sampling, _cache(parts))
+        parts, suffix = self._fitted(self._base(), self.text_format.suffix(1, self.style))
+        stops = self.text_format.stops(1)
+        return text_request(self.model, parts, suffix, stops, self.sampling, _cache(parts))
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
+        fmt = self.text_format
         prompt, usage = await self._viewed_parts(history)
-        suffix = self._step_suffix(step)
+        suffix = fmt.suffix(step, self.style)
         completion = ""
-        async for item in self._complete(prompt, suffix, [step_stop(step)], step):
+        async for item in self._complete(prompt, suffix, fmt.stops(step), step):
             if isinstance(item, Completion):
                 completion = item.text
                 usage += item.usage
             else:
                 yield item
-        parse = parse_act if self.style == "act" else parse_step
-        parsed = parse(completion, step, self.parser)
+        parsed = fmt.parse(completion, step, self.style, self.parser)
         self.stats.add_repairs(parsed.repairs)
         thought, action = parsed.thought, parsed.action
         if action is None:
             self.stats.bad_calls += 1
             yield ParseError(step, completion, f"no `Action {step}:` in the completion; asking again for the action")
-            reask = reask_suffix(step, thought) if self.style == "react" else suffix
+            reask = fmt.reask(step, self.style, thought) or suffix
             async for item in self._complete(prompt, reask, [REASK_STOP], step):
                 if isinstance(item, Completion):
                     usage += item.usage
@@ -145,29 +130,29 @@ class TextPolicy:
                 else:
                     yield item
         assert action is not None
-        if self.style == "act":
-            text = f"Action {step}: {action}"
-        else:
-            text = f"Thought {step}: {thought}\nAction {step}: {action}"
-        # recorded as executed (``wiki.env.action_to_call`` reads it the same way)
-        call = ToolCall(f"step-{step}", TEXT_ACTION_TOOL, {"action": executed_text(action)})
-        yield Decision(Message.assistant(text), (call,), usage=usage)
+        executed = fmt.grammar(action, self.actions)
+        call = ToolCall(f"step-{step}", executed.name, executed.arguments, text=executed.text)
+        yield Decision(Message.assistant(fmt.turn(step, self.style, thought, action)), (call,), usage=usage)
 
     async def wrap_up(self, history: Sequence[Message], step: int, notice: str) -> AsyncIterator[AgentEvent | Decision]:
+        asked = self.text_format.wrap_up(step)
+        if asked is None:
+            raise ValueError("this task's text format has no answer action to wrap up with: use on_limit=give_up")
+        suffix, stops, closing = asked
         parts, usage = await self._viewed_parts(history)
         prompt = [*parts, f"({notice})\n"]
-        suffix = f"Action {step}: Finish["
         answer = ""
-        async for item in self._complete(prompt, suffix, ["]", "\n"], step):
+        async for item in self._complete(prompt, suffix, stops, step):
             if isinstance(item, Completion):
                 answer, usage = item.text.strip(), usage + item.usage
             else:
                 yield item
-        yield Decision(Message.assistant(f"{suffix}{answer}]"), answer=answer, usage=usage)
+        yield Decision(Message.assistant(f"{suffix}{answer}{closing}"), answer=answer, usage=usage)
 
     async def _complete(
         self, parts: list[str], suffix: str, stop: Sequence[str], step: int
     ) -> AsyncIterator[AgentEvent | Completion]:
+        parts, suffix = self._fitted(parts, suffix)
         cache = _cache(parts)
         async for item in complete_text(self.model, parts, suffix, stop, self.sampling, step, self.stats, cache):
             yield item
@@ -180,12 +165,13 @@ class AnswerPolicy:
     model: ModelClient
     prompt: PromptSpec
     question: str
+    label: str = "Question"  # how the prompt introduces the example (the task's format's label)
     style: Literal["cot", "standard"] = "cot"
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
 
     def _suffix_and_stop(self) -> tuple[str, list[str]]:
-        return ("Thought:", [f"\n{self.prompt.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
+        return ("Thought:", [f"\n{self.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
 
     def _cache_after(self) -> tuple[int, ...]:
         # the exemplars repeat across questions; the question repeats only across CoT-SC samples
@@ -193,11 +179,11 @@ class AnswerPolicy:
 
     def first_request(self) -> ModelRequest:
         suffix, stop = self._suffix_and_stop()
-        parts = base_parts(self.prompt, self.question)
+        parts = base_parts(self.prompt, f"{self.label}: {self.question}\n")
         return text_request(self.model, parts, suffix, stop, self.sampling, self._cache_after())
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
-        parts = base_parts(self.prompt, self.question)
+        parts = base_parts(self.prompt, f"{self.label}: {self.question}\n")
         suffix, stop = self._suffix_and_stop()
         completion, usage = "", Usage()
         cache = self._cache_after()
@@ -219,8 +205,3 @@ def _cache(parts: Sequence[str]) -> tuple[int, ...]:
     """Breakpoints of an agent step: after the exemplars (shared by every question) and after
     the last step (the next step of the episode reads it)."""
     return tuple(dict.fromkeys((0, len(parts) - 1)))
-
-
-def _result_text(message: Message) -> str:
-    blocks = [b for b in message.content if isinstance(b, ToolResultBlock)]
-    return paper_observation("".join(b.content for b in blocks))

@@ -1,69 +1,66 @@
 """The native tool-use runner: the environment's actions as tools (``tool_use`` /
 ``tool_result``) on the same loop as the text runner.
 
-- The conversation is the loop's history after one first user message (the question); the
-  assistant turns are stored and resent verbatim (thinking and signatures included).
+- The conversation is the loop's history after one first user message (the first observation,
+  opened as the task's text format opens it: ``Question: ...``); the assistant turns are stored
+  and resent verbatim (thinking and signatures included).
 - A turn without ``tool_use`` is the exit: its text is the answer, shortened by
   ``parsing.extract_answer`` (``Answer: X`` or ``Finish[X]`` if present, else the last line).
-  Calling the ``finish`` tool ends the episode through the environment instead.
+  An action whose observation ends the episode (an answer action such as ``finish``, a game
+  won) ends it through the environment instead.
 - ``act`` style: no thinking, tool choice ``any`` (every turn must act) and an instruction
   to call tools without writing text. ``react`` style: free text (the thoughts) and tools,
   extended thinking optional. Parallel tool calls are allowed; the loop pairs results by id.
 - Wrap-up at the step cap: the notice is added after the last tool results, tools stay
   declared (the API requires them while the history holds tool blocks) with choice ``none``.
 - Few-shot exemplars (on by default; ``shots=0``: zero-shot, ``shots=k``: the first k): the
-  text runner's exemplars as native conversation turns before the question: each thought as
-  text, each action as a ``tool_use`` block, each observation as its ``tool_result`` (the
-  finish action's result is the environment's ``Episode finished.``). Both runners then see
-  the same information. Prompt-cache breakpoints: the end of the exemplars (the same for
-  every question of a run) and the end of the conversation (the next step reads it).
+  text runner's exemplars, read back by the task's text format (``exemplar_episodes``), as
+  native conversation turns before the question: each thought as text (a ``think`` action's
+  thought too), each action as a ``tool_use`` block (the format's grammar names it), each
+  observation as its ``tool_result`` (an answer action without one gets the environment's own,
+  e.g. ``Episode finished.``). Both runners then see the same information. Prompt-cache
+  breakpoints: the end of the exemplars (the same for every question of a run) and the end
+  of the conversation (the next step reads it).
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
-from react_bench.context import Compactor, ContextConfig, summary_block, truncate
+from react_bench.context import ContextView
+from react_bench.environment import UNPARSED
 from react_bench.events import AgentEvent
 from react_bench.loop import Decision, ToolCall
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.runners.common import StepStats, stream_turn
+from react_bench.runners.common import StepStats, stream_turn, viewed
+from react_bench.runners.formats import TextFormat
 from react_bench.runners.parsing import extract_answer
-from react_bench.types import ContentBlock, Message, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock, Usage
-from react_bench.wiki.env import FINISHED, TOOL_PARAMS, action_to_call
+from react_bench.types import ContentBlock, Message, ModelResponse, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 @dataclass
 class ToolUsePolicy:
     model: ModelClient
     prompt: PromptSpec
-    question: str
+    question: str  # the first observation
     tools: tuple[ToolSpec, ...]
+    text_format: TextFormat
     style: Literal["react", "act"] = "react"
     thinking: ThinkingConfig | None = None
     max_tokens: int = 1024
     temperature: float | None = 0.0
     shots: int | None = None  # exemplars as native turns: None all, 0 none, k the first k
     stats: StepStats = field(default_factory=StepStats)
-    context: ContextConfig = field(default_factory=ContextConfig)
+    context: ContextView = field(default_factory=ContextView)
 
-    def __post_init__(self) -> None:
-        self._compactor = Compactor(self.context) if self.context.name == "compact" else None
-
-    def _request(
-        self, history: Sequence[Message], notice: str | None = None, summary: TextBlock | None = None
-    ) -> ModelRequest:
-        shots = exemplar_conversation(self.prompt, self.style, self.shots)
-        question = TextBlock(f"{self.prompt.label}: {self.question}")
-        if self.context.name == "truncate":
-            history = truncate(history, self.context.keep_last)
-        if summary is not None:  # compact: the summary closes the question's message
-            question = TextBlock(f"{question.text}\n\n{summary.text}")
+    def _request(self, history: Sequence[Message], notice: str | None = None, summary: str = "") -> ModelRequest:
+        shots = exemplar_conversation(self.prompt, self.style, self.shots, self.text_format, self.tools)
+        question = TextBlock(self.text_format.opening(self.question).strip("\n"))
+        if summary:  # compact: the summary closes the question's message
+            question = TextBlock(f"{question.text}\n\n{summary}")
         if shots:  # the last exemplar ends with a user message of tool results: the question joins it
             opening = [*shots[:-1], Message("user", (*shots[-1].content, question))]
             points = [(len(shots) - 1, len(shots[-1].content) - 1)]
@@ -94,15 +91,10 @@ class ToolUsePolicy:
     async def _viewed(
         self, history: Sequence[Message], step: int, notice: str | None = None
     ) -> AsyncIterator[AgentEvent | Decision]:
-        spent, summary = Usage(), None
-        if self._compactor is not None:
-            calls = self._compactor.calls
-            text, history, spent = await self._compactor.view(self.model, history, _transcript)
-            self.stats.calls += self._compactor.calls - calls
-            summary = summary_block(text, self._compactor.covered) if self._compactor.covered else None
-        async for item in self._turn(self._request(history, notice, summary), step):
-            if isinstance(item, Decision) and spent.total_input_tokens:
-                item = replace(item, usage=item.usage + spent)
+        view = await viewed(self.context, self.model, history, _transcript, self.stats)
+        async for item in self._turn(self._request(view.history, notice, view.summary_text), step):
+            if isinstance(item, Decision) and view.spent.total_input_tokens:
+                item = replace(item, usage=item.usage + view.spent)
             yield item
 
     async def _turn(self, request: ModelRequest, step: int) -> AsyncIterator[AgentEvent | Decision]:
@@ -128,54 +120,50 @@ class ToolUsePolicy:
         return self._viewed(history, step, notice)
 
 
-_STEP = re.compile(r"^(Thought|Action|Observation) (\d+): ?(.*)$")
+_EXEMPLARS: dict[tuple[object, ...], tuple[Message, ...]] = {}
 
 
-@functools.lru_cache(maxsize=32)
-def exemplar_conversation(prompt: PromptSpec, style: str, shots: int | None) -> tuple[Message, ...]:
+def exemplar_conversation(
+    prompt: PromptSpec, style: str, shots: int | None, text_format: TextFormat, tools: tuple[ToolSpec, ...]
+) -> tuple[Message, ...]:
     """The text exemplars of ``prompt`` as tool-use turns (see the module docstring); the same
     for every request of a run, so built once."""
+    key = (prompt, style, shots, text_format, tuple(t.name for t in tools))
+    if key not in _EXEMPLARS:
+        if len(_EXEMPLARS) > 64:
+            _EXEMPLARS.clear()
+        _EXEMPLARS[key] = _conversation(prompt, style, shots, text_format, tools)
+    return _EXEMPLARS[key]
+
+
+def _conversation(
+    prompt: PromptSpec, style: str, shots: int | None, text_format: TextFormat, tools: tuple[ToolSpec, ...]
+) -> tuple[Message, ...]:
     if shots == 0 or not prompt.exemplars.strip():
         return ()
     messages: list[Message] = []
     pending: list[ContentBlock] = []  # the next user message: tool results, then a question
-    count = 0
-    for episode in _split_exemplars(prompt.exemplars, prompt.label):
-        if shots is not None and count >= shots:
-            break
-        count += 1
-        pending.append(TextBlock(episode[0]))
+    episodes = text_format.exemplar_episodes(prompt.exemplars)
+    for count, episode in enumerate(episodes[:shots] if shots is not None else episodes, start=1):
+        pending.append(TextBlock(episode.opening))
         thought = ""
-        for kind, number, text in episode[1:]:
-            if kind == "Thought":
-                thought = text
-            elif kind == "Action":
-                call = action_to_call(text)
-                name, argument = call if call is not None else ("invalid", text)
-                param = TOOL_PARAMS.get(name, "input")
-                messages.append(Message("user", tuple(pending)))
-                tool_id = f"toolu_example_{count}_{number}"
-                said = (TextBlock(thought),) if thought and style != "act" else ()
-                messages.append(Message("assistant", (*said, ToolUseBlock(tool_id, name, {param: argument}))))
-                pending, thought = [ToolResultBlock(tool_id, FINISHED if name == "finish" else "")], ""
-            elif kind == "Observation" and pending and isinstance(pending[-1], ToolResultBlock):
-                pending[-1] = ToolResultBlock(pending[-1].tool_use_id, text)
+        for number, step in enumerate(episode.steps, start=1):
+            action = text_format.grammar(step.action, tools)
+            if action.name == "think":  # a thought written as an action (ALFWorld, WebShop): text
+                thought = " ".join(filter(None, (thought, str(next(iter(action.arguments.values()), "")))))
+                continue
+            thought = " ".join(filter(None, (thought, step.thought)))
+            name, arguments = action.name, dict(action.arguments)
+            if name == UNPARSED:  # an exemplar action the environment would not take: kept as written
+                name, arguments = "invalid", {"input": step.action}
+            messages.append(Message("user", tuple(pending)))
+            tool_id = f"toolu_example_{count}_{number}"
+            said = (TextBlock(thought),) if thought and style != "act" else ()
+            messages.append(Message("assistant", (*said, ToolUseBlock(tool_id, name, arguments))))
+            pending, thought = [ToolResultBlock(tool_id, step.observation or "")], ""
     if pending:
         messages.append(Message("user", tuple(pending)))
     return tuple(messages)
-
-
-def _split_exemplars(text: str, label: str) -> list[list[Any]]:
-    """[[question line, (kind, number, text), ...], ...] from the text runner's exemplars."""
-    episodes: list[list[Any]] = []
-    for line in text.splitlines():
-        if line.startswith(f"{label}: "):
-            episodes.append([line])
-            continue
-        match = _STEP.match(line)
-        if match and episodes:
-            episodes[-1].append((match.group(1), match.group(2), match.group(3)))
-    return episodes
 
 
 def _transcript(history: Sequence[Message]) -> str:

@@ -1,8 +1,9 @@
-"""Benchmark tasks: HotpotQA and FEVER, their data, the paper's sample, scoring.
+"""Benchmark tasks: their data, the paper's sample, environments, text formats, scoring.
 
 ``load_task(name)`` gives a ``Task``; ``task.examples(TaskConfig(...))`` the ordered examples
 (``task.coverage`` then says how many of those requested were found); ``task.score(pred,
-gold)`` a dict of floats whose ``task.primary_metric`` key means "correct".
+gold, reward)`` a dict of floats whose ``task.info.primary_metric`` key means "correct";
+``task_info(name)`` the facts of a task (metrics, the paper's figures) without loading it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from react_bench.tasks.base import (
     Example,
     MissingExamplesError,
     Task,
+    TaskClass,
     TaskConfig,
+    TaskInfo,
     paper_indices,
 )
 from react_bench.tasks.data import DataUnavailableError, resolve_data_dir
@@ -25,7 +28,7 @@ from react_bench.tasks.fever import FEVER_EXEMPLAR_IDS_FILE, FeverTask
 from react_bench.tasks.hotpotqa import HotpotQATask
 from react_bench.tasks.synthwiki import SynthWikiClaimsTask, SynthWikiTask
 
-TASKS: dict[str, type[HotpotQATask | FeverTask | SynthWikiTask]] = {
+TASKS: dict[str, TaskClass] = {
     "hotpotqa": HotpotQATask,
     "fever": FeverTask,
     "synthwiki": SynthWikiTask,
@@ -33,11 +36,19 @@ TASKS: dict[str, type[HotpotQATask | FeverTask | SynthWikiTask]] = {
 }
 
 
-def load_task(name: str) -> Task:
+def _task_class(name: str) -> TaskClass:
     try:
-        return TASKS[name]()
+        return TASKS[name]
     except KeyError:
         raise ConfigError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}") from None
+
+
+def load_task(name: str) -> Task:
+    return _task_class(name)()
+
+
+def task_info(name: str) -> TaskInfo:
+    return _task_class(name).info
 
 
 __all__ = [
@@ -54,8 +65,10 @@ __all__ = [
     "MissingExamplesError",
     "Task",
     "TaskConfig",
+    "TaskInfo",
     "load_task",
     "paper_indices",
     "protocol_fingerprint",
     "resolve_data_dir",
+    "task_info",
 ]

@@ -1,4 +1,9 @@
-"""What every task shares: examples, the typed config, the paper's sample, selection.
+"""What every task shares: the facts a task declares, examples, the typed config, the paper's
+sample, selection.
+
+A task (the ``Task`` protocol) is examples + an environment factory + a text format + metrics
+and the paper's figures (``TaskInfo``). Results, studies, export and the notebooks read a
+task's facts from ``TaskInfo``; nothing re-derives them from the task's name.
 
 Decisions a next engineer needs:
 
@@ -24,17 +29,23 @@ import logging
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Protocol, assert_never, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
+from react_bench.environment import EnvFactory, Example
 from react_bench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from react_bench.prompts import PromptSpec
+    from react_bench.runners.formats import TextFormat
 
 log = logging.getLogger(__name__)
 
 Split = Literal["offline", "paper500", "all"]
 Source = Literal["local", "hub", "auto"]
 OnMissing = Literal["error", "skip"]
-SPLITS: tuple[str, ...] = ("offline", "paper500", "all")
-SOURCES: tuple[str, ...] = ("local", "hub", "auto")
+SPLITS: tuple[str, ...] = get_args(Split)
+SOURCES: tuple[str, ...] = get_args(Source)
+__all__ = ["Example"]  # re-exported: examples are the environment seam's type
 
 PAPER_SEED = 233
 PAPER_POOL = 7405  # HotpotQA dev size; FEVER reused the same range
@@ -49,14 +60,6 @@ def paper_indices(n: int = PAPER_N) -> tuple[int, ...]:
 
 
 PAPER500: tuple[int, ...] = paper_indices()
-
-
-@dataclass(frozen=True)
-class Example:
-    id: str
-    question: str  # HotpotQA question / FEVER claim
-    gold: str  # HotpotQA answer / FEVER label
-    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
 
 
 class DataError(RuntimeError):
@@ -121,7 +124,7 @@ class TaskConfig:
             raise ConfigError(f"split={self.split!r}: choose one of {', '.join(SPLITS)}")
         if self.source not in SOURCES:
             raise ConfigError(f"task.source={self.source!r}: choose one of {', '.join(SOURCES)}")
-        if self.on_missing not in ("error", "skip"):
+        if self.on_missing not in get_args(OnMissing):
             raise ConfigError(f"task.on_missing={self.on_missing!r}: choose error or skip")
         if self.n is not None and self.n < 0:
             raise ConfigError(f"n={self.n}: must be >= 0 (or null for all)")
@@ -225,15 +228,65 @@ def select(pool: Pool, config: TaskConfig, exclude: frozenset[str] = frozenset()
     return examples, coverage
 
 
+@dataclass(frozen=True)
+class TaskInfo:
+    """The facts of a task that results, tables, studies and exports read."""
+
+    name: str
+    title: str  # "HotpotQA"
+    metrics: tuple[str, ...]  # the per-example scores averaged in metrics.json, in table order
+    primary_metric: str  # the score that means "correct" (>= 1 is right)
+    column: str  # the primary metric's table heading: "HotpotQA EM"
+    # The paper's figures beside ours, in percent: {source: {mode: figure}} ("PaLM-540B": ...).
+    paper: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    paper_table: str = ""  # where they are from: "Yao et al. (2022), Table 1"
+    answers: bool = True  # examples carry reference answers: the modes without actions apply
+    modes: tuple[str, ...] | None = None  # the modes it runs; None: every mode
+    groups: tuple[str, ...] = ()  # metadata keys of the breakdowns (question type, task type, ...)
+    # The paper's per-task protocol: what ``protocol=paper`` fixes besides the shared settings.
+    protocol: Mapping[str, Any] = field(default_factory=dict)
+
+    def paper_figure(self, mode: str, source: str | None = None) -> float | None:
+        """The paper's figure for ``mode`` (the first source where none is named)."""
+        sources = [source] if source is not None else list(self.paper)
+        for name in sources:
+            figure = (self.paper.get(name) or {}).get(mode)
+            if figure is not None:
+                return figure
+        return None
+
+
 @runtime_checkable
 class Task(Protocol):
     """What the evaluator needs from a task."""
 
-    name: str
-    primary_metric: str  # the score key that means "correct": "em" / "accuracy"
-    input_label: str  # how the prompt introduces an example: "Question" / "Claim"
     coverage: Coverage | None  # of the last examples() call
+
+    @property
+    def info(self) -> TaskInfo: ...
+
+    @property
+    def env_group(self) -> str | None:
+        """The config group of its environment's settings ("wiki"); None: no environment."""
+        ...
 
     def examples(self, config: TaskConfig) -> list[Example]: ...
 
-    def score(self, prediction: str, gold: str) -> dict[str, float]: ...
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]: ...
+
+    def text_format(self) -> TextFormat: ...
+
+    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec: ...
+
+    def env_config(self, values: Mapping[str, Any], protocol: str) -> Any: ...
+
+    def environment(self, config: TaskConfig, env_config: Any) -> EnvFactory: ...
+
+
+class TaskClass(Protocol):
+    """A task's class, as the registry holds it: its facts are readable without an instance."""
+
+    info: TaskInfo
+    env_group: str | None
+
+    def __call__(self) -> Task: ...

@@ -31,8 +31,9 @@ from typing import Any
 
 from react_bench.metrics import FEVER_LABELS, fever_correct, map_fever_label
 from react_bench.tasks import data
-from react_bench.tasks.base import Coverage, DataError, Example, Pool, TaskConfig, select
-from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_pool
+from react_bench.tasks.base import Coverage, DataError, Example, Pool, TaskConfig, TaskInfo, select
+from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_data_dir, resolve_pool
+from react_bench.tasks.wikitask import PALM_FEVER, PAPER_TABLE1, WikiTask
 
 FILES = {
     "offline": "fever/paper_test_with_evidence.jsonl",
@@ -40,6 +41,7 @@ FILES = {
     "all": "fever/paper_dev.jsonl",
 }
 HUB = HubSpec("fever/fever", "v1.0", "paper_dev")
+WIKI_SOURCE = "fever/wiki_pages_evidence_subset.jsonl"  # the gold evidence lines, in wiki-pages layout
 FEVER_EXEMPLAR_IDS_FILE = Path(__file__).resolve().parents[1] / "prompts" / "fever_exemplar_ids.json"
 _COLUMNS = ("id", "claim", "question", "label", "verifiable", "evidence")
 
@@ -137,16 +139,27 @@ def exemplar_ids(path: Path | None = None) -> frozenset[str]:
     return frozenset(str(i) for i in ids)
 
 
-class FeverTask:
-    name = "fever"
-    primary_metric = "accuracy"
-    input_label = "Claim"
+def score_claim(prediction: str, gold: str) -> dict[str, float]:
+    """Label accuracy, and whether the prediction names any label at all (out-of-set answers are counted)."""
+    return {"accuracy": fever_correct(prediction, gold), "in_label_set": float(map_fever_label(prediction) is not None)}
 
-    def __init__(self) -> None:
-        self.coverage: Coverage | None = None
+
+class FeverTask(WikiTask):
+    info = TaskInfo(
+        name="fever",
+        title="FEVER",
+        metrics=("accuracy",),
+        primary_metric="accuracy",
+        column="FEVER acc",
+        paper={"PaLM-540B": PALM_FEVER, "GPT-3": {"react": 54.0}},
+        paper_table=PAPER_TABLE1,
+        groups=("label",),
+    )
+    label = "Claim"
+    prompt_file = "fever"
 
     def pool(self, config: TaskConfig) -> Pool:
-        return resolve_pool(config, task=self.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
+        return resolve_pool(config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
 
     def select(self, config: TaskConfig) -> tuple[list[Example], Coverage]:
         examples, coverage = select(self.pool(config), config, exclude=exemplar_ids())
@@ -156,8 +169,10 @@ class FeverTask:
     def examples(self, config: TaskConfig) -> list[Example]:
         return self.select(config)[0]
 
-    def score(self, prediction: str, gold: str) -> dict[str, float]:
-        return {
-            "accuracy": fever_correct(prediction, gold),
-            "in_label_set": float(map_fever_label(prediction) is not None),
-        }
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
+        return score_claim(prediction, gold)
+
+    def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
+        from react_bench.envs.wiki.build import ensure_wiki
+
+        return ensure_wiki(self.info.name, resolve_data_dir(config.data_dir) / WIKI_SOURCE, "fever", cache_dir)

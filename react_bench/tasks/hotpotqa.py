@@ -29,8 +29,9 @@ from typing import Any
 
 from react_bench.metrics import exact_match, f1_score
 from react_bench.tasks import data
-from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, select
-from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_pool
+from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, TaskInfo, select
+from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_data_dir, resolve_pool
+from react_bench.tasks.wikitask import PALM_HOTPOTQA, PAPER_TABLE1, WikiTask
 
 DEV_SIZE = 7405
 FILES = {
@@ -39,6 +40,7 @@ FILES = {
     "all": "hotpotqa/hotpot_dev_v1_simplified.json",
 }
 HUB = HubSpec("hotpotqa/hotpot_qa", "distractor", "validation")
+WIKI_SOURCE = "hotpotqa/hotpot_dev_distractor_685.json"  # its context paragraphs are the offline wiki
 _DISTRACTOR_COLUMNS = (
     "_id",
     "dev_index",
@@ -155,16 +157,20 @@ def hub_pool() -> Pool:
     return pool_from_hub_rows(dataset.select_columns(columns).to_list(), str(HUB))
 
 
-class HotpotQATask:
-    name = "hotpotqa"
-    primary_metric = "em"
-    input_label = "Question"
-
-    def __init__(self) -> None:
-        self.coverage: Coverage | None = None
+class HotpotQATask(WikiTask):
+    info = TaskInfo(
+        name="hotpotqa",
+        title="HotpotQA",
+        metrics=("em", "f1"),
+        primary_metric="em",
+        column="HotpotQA EM",
+        paper={"PaLM-540B": PALM_HOTPOTQA, "GPT-3": {"react": 30.4}},
+        paper_table=PAPER_TABLE1,
+        groups=("type", "level"),
+    )
 
     def pool(self, config: TaskConfig) -> Pool:
-        return resolve_pool(config, task=self.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
+        return resolve_pool(config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
 
     def select(self, config: TaskConfig) -> tuple[list[Example], Coverage]:
         examples, coverage = select(self.pool(config), config)
@@ -174,5 +180,10 @@ class HotpotQATask:
     def examples(self, config: TaskConfig) -> list[Example]:
         return self.select(config)[0]
 
-    def score(self, prediction: str, gold: str) -> dict[str, float]:
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
         return {"em": exact_match(prediction, gold), "f1": f1_score(prediction, gold)}
+
+    def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
+        from react_bench.envs.wiki.build import ensure_wiki
+
+        return ensure_wiki(self.info.name, resolve_data_dir(config.data_dir) / WIKI_SOURCE, "distractor", cache_dir)

@@ -10,20 +10,25 @@ and the gold path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from react_bench.errors import ConfigError
-from react_bench.metrics import exact_match, f1_score, fever_correct, map_fever_label
-from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, select
+from react_bench.metrics import exact_match, f1_score
+from react_bench.tasks.base import Example, Pool, TaskConfig, TaskInfo, select
+from react_bench.tasks.fever import score_claim
+from react_bench.tasks.wikitask import WikiTask
 
 
-class SynthWikiTask:
-    name = "synthwiki"
-    primary_metric = "em"
-    input_label = "Question"
+class SynthWikiTask(WikiTask):
+    info = TaskInfo(
+        name="synthwiki",
+        title="SynthWiki",
+        metrics=("em", "f1"),
+        primary_metric="em",
+        column="SynthWiki EM",
+        groups=("type",),
+    )
     kinds: tuple[str, ...] = ("bridge2", "bridge3", "comparison_yes_no", "comparison_which")
-
-    def __init__(self) -> None:
-        self.coverage: Coverage | None = None
 
     def folder(self, config: TaskConfig) -> Path:
         from react_bench.synthwiki import ensure_world
@@ -34,7 +39,7 @@ class SynthWikiTask:
         from react_bench.synthwiki import read_questions
 
         if config.split == "paper500":
-            raise ConfigError("task=synthwiki has no paper500 split: use split=offline (its test questions)")
+            raise ConfigError(f"task={self.info.name} has no paper500 split: use split=offline (its test questions)")
         folder = self.folder(config)
         examples = [
             Example(q["id"], q["question"], q["answer"],
@@ -45,25 +50,35 @@ class SynthWikiTask:
         chosen, self.coverage = select(Pool.of(str(folder / "questions.jsonl"), examples), config)
         return chosen
 
-    def local_wiki(self, config: TaskConfig) -> Path:
+    def own_prompts(self) -> dict[str, Any]:
+        """Generated with the world: exemplars from its train split (``synthwiki.prompt_file``)."""
+        from react_bench.synthwiki import ensure_world, prompt_file
+
+        return prompt_file(ensure_world(), super().own_prompts(), self.label)
+
+    def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
         from react_bench.synthwiki import ensure_wiki
 
         return ensure_wiki(self.folder(config))
 
-    def score(self, prediction: str, gold: str) -> dict[str, float]:
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
         return {"em": exact_match(prediction, gold), "f1": f1_score(prediction, gold)}
 
 
 class SynthWikiClaimsTask(SynthWikiTask):
     """``task=synthwiki_claims``: FEVER-style claims over the same world, scored as FEVER is."""
 
-    name = "synthwiki_claims"
-    primary_metric = "accuracy"
-    input_label = "Claim"
+    info = TaskInfo(
+        name="synthwiki_claims",
+        title="SynthWiki claims",
+        metrics=("accuracy",),
+        primary_metric="accuracy",
+        column="SynthWiki claims acc",
+        groups=("type",),
+    )
+    label = "Claim"
+    prompt_file = "fever"
     kinds = ("claim",)
 
-    def score(self, prediction: str, gold: str) -> dict[str, float]:
-        return {
-            "accuracy": fever_correct(prediction, gold),
-            "in_label_set": float(map_fever_label(prediction) is not None),
-        }
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
+        return score_claim(prediction, gold)

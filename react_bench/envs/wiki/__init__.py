@@ -2,11 +2,11 @@
 
 Typical use (one backend per run, one ``WikiEnv`` per episode)::
 
-    from react_bench.wiki import WikiConfig, make_env_factory
-    factory = make_env_factory(WikiConfig.from_mapping(cfg_wiki), task="hotpotqa", data_dir=data)
+    from react_bench.envs.wiki import WikiConfig, make_env_factory
+    factory = make_env_factory(WikiConfig.from_mapping(cfg_wiki), local_wiki=task_wiki_path)
     env = factory()                       # fresh page and lookup cursor, shared backend
-    obs = await env.step_text("search[Eiffel Tower]")         # text runner
-    obs = await env.execute("lookup", {"keyword": "eastern"})  # tool-use runner
+    obs = await env.step_text("search[Eiffel Tower]")                  # the text grammar
+    obs = await env.step(Action("lookup", {"keyword": "eastern"}))     # an action, as a tool call
     factory.close()                       # at the end of the run
 
 ``WikiConfig`` (the Hydra group ``configs/wiki/``, flat keys):
@@ -14,7 +14,7 @@ Typical use (one backend per run, one ``WikiEnv`` per episode)::
   ``wikipedia`` package, recording every answer to ``store`` and serving what it already
   holds; ``refresh: true`` asks the network every time and overwrites), ``replay`` (the
   store only; no network; a missing answer is an error).
-- ``path``: the local wiki file; ``null`` builds/reuses the task's own (``ensure_task_wiki``).
+- ``path``: the local wiki file; ``null``: the task's own (``local_wiki``, built on first use).
 - ``store``: the observation store file for live/replay; ``null`` is
   ``<cache>/live_store.sqlite`` under ``$REACT_BENCH_CACHE/wiki`` or ``~/.cache/react-bench/wiki``.
 - live only: ``api_url`` (``null``: the package's own), ``user_agent``, ``timeout_s``,
@@ -28,18 +28,18 @@ Imports of the backends are lazy so that the offline path never imports ``wikipe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
+from react_bench.envs.wiki.env import WikiBackend, WikiEnv
 from react_bench.errors import ConfigError
-from react_bench.wiki.env import WikiBackend, WikiEnv
 
 Backend = Literal["local", "live", "replay"]
-BACKENDS: tuple[str, ...] = ("local", "live", "replay")
+BACKENDS: tuple[str, ...] = get_args(Backend)
 Fidelity = Literal["paper", "clean"]
-FIDELITIES: tuple[str, ...] = ("paper", "clean")
+FIDELITIES: tuple[str, ...] = get_args(Fidelity)
 
 __all__ = ["BACKENDS", "WikiConfig", "WikiEnv", "WikiEnvFactory", "make_env_factory"]
 
@@ -94,25 +94,30 @@ class WikiEnvFactory:
 def make_env_factory(
     config: WikiConfig | Mapping[str, Any],
     *,
-    task: str | None = None,
-    data_dir: str | Path | None = None,
+    local_wiki: Callable[[], Path] | None = None,
     cache_dir: str | Path | None = None,
 ) -> WikiEnvFactory:
     """The run's backend from ``config`` (a ``WikiConfig`` or its plain mapping).
 
-    ``task`` is needed for ``local`` with ``path: null``; ``data_dir`` then defaults to the
-    project's data folder (``react_bench.tasks.data.resolve_data_dir``).
+    ``local_wiki`` gives the task's own wiki file for ``local`` with ``path: null`` (the task
+    builds it from its data on first use); ``cache_dir`` is where the live store lies.
     """
-    from react_bench.wiki.build import default_cache_dir
+    from react_bench.envs.wiki.build import default_cache_dir
 
     if not isinstance(config, WikiConfig):
         config = WikiConfig.from_mapping(config)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     if config.backend == "local":
-        return WikiEnvFactory(_local_backend(config, task, data_dir, cache))
-    from react_bench.wiki.live import LiveSettings, LiveWiki
-    from react_bench.wiki.paper import PaperWiki
-    from react_bench.wiki.store import ObservationStore
+        from react_bench.envs.wiki.local import LocalWiki
+
+        if config.path:
+            return WikiEnvFactory(LocalWiki(Path(config.path).expanduser()))
+        if local_wiki is None:
+            raise ConfigError("wiki=local with path: null needs the task's own wiki (or set wiki.path)")
+        return WikiEnvFactory(LocalWiki(local_wiki()))
+    from react_bench.envs.wiki.live import LiveSettings, LiveWiki
+    from react_bench.envs.wiki.paper import PaperWiki
+    from react_bench.envs.wiki.store import ObservationStore
 
     live_class = PaperWiki if config.fidelity == "paper" else LiveWiki
     store_path = Path(config.store).expanduser() if config.store else cache / "live_store.sqlite"
@@ -130,18 +135,3 @@ def make_env_factory(
         return WikiEnvFactory(live_class("replay", ObservationStore(store_path, read_only=True), settings))
     mode: Literal["live", "record"] = "live" if config.refresh else "record"
     return WikiEnvFactory(live_class(mode, ObservationStore(store_path), settings))
-
-
-def _local_backend(config: WikiConfig, task: str | None, data_dir: str | Path | None, cache: Path) -> WikiBackend:
-    from react_bench.wiki.build import ensure_task_wiki
-    from react_bench.wiki.local import LocalWiki
-
-    if config.path:
-        return LocalWiki(Path(config.path).expanduser())
-    if task is None:
-        raise ConfigError("wiki=local with path: null needs the task, to build the task's own wiki")
-    if data_dir is None:
-        from react_bench.tasks.data import resolve_data_dir
-
-        data_dir = resolve_data_dir(None)
-    return LocalWiki(ensure_task_wiki(task, Path(data_dir), cache))

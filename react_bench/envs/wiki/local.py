@@ -40,8 +40,8 @@ import threading
 import unicodedata
 from pathlib import Path
 
+from react_bench.envs.wiki.env import NotFound, Page, PageFound, SearchOutcome
 from react_bench.errors import ConfigError
-from react_bench.wiki.env import NotFound, Page, PageFound, SearchOutcome
 
 FORMAT_VERSION = "react-bench-wiki-1"
 MAX_QUERY_TOKENS = 32

@@ -16,9 +16,10 @@ Decisions:
   -> ``Soul Food (film)``) and the PTB-tokenised lines are detokenised (``-LRB-`` -> ``(``,
   ````` `` ```` -> ``"``, no space before punctuation) and joined into one paragraph, so
   that the paper's sentence split on ``". "`` works as it does on real Wikipedia text.
-- ``ensure_task_wiki`` caches a task's wiki under ``$REACT_BENCH_CACHE/wiki`` (default
+- ``ensure_wiki`` caches a wiki under ``$REACT_BENCH_CACHE/wiki`` (default
   ``~/.cache/react-bench/wiki``), named by a hash of the source file and the format version:
-  changed data or a new format builds a new file; an unchanged one is reused.
+  changed data or a new format builds a new file; an unchanged one is reused. Which file a
+  task's wiki is built from is the task's business (``tasks``), not the wiki's.
 """
 
 from __future__ import annotations
@@ -40,9 +41,9 @@ from typing import Any
 
 from tqdm import tqdm
 
+from react_bench.envs.wiki.local import FORMAT_VERSION, normalize_title, require_fts5, title_key
 from react_bench.errors import ConfigError
 from react_bench.paths import cache_dir
-from react_bench.wiki.local import FORMAT_VERSION, normalize_title, require_fts5, title_key
 
 BATCH = 5_000
 _READ_CHUNK = 1 << 20
@@ -255,9 +256,10 @@ def build_from_jsonl(src: Path, out: Path, *, progress: bool = False) -> BuildSt
     return build_wiki(pages_from_jsonl(Path(src)), out, source=Path(src).name, progress=progress)
 
 
-TASK_SOURCES: dict[str, tuple[str, Callable[..., BuildStats]]] = {
-    "hotpotqa": ("hotpotqa/hotpot_dev_distractor_685.json", build_from_distractor),
-    "fever": ("fever/wiki_pages_evidence_subset.jsonl", build_from_fever),
+BUILDERS: dict[str, Callable[..., BuildStats]] = {
+    "distractor": build_from_distractor,
+    "fever": build_from_fever,
+    "jsonl": build_from_jsonl,
 }
 
 
@@ -265,23 +267,24 @@ def default_cache_dir() -> Path:
     return cache_dir() / "wiki"
 
 
-def ensure_task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
-    """The task's local wiki, built from ``data_dir`` on first use and cached; returns its path."""
-    if task not in TASK_SOURCES:
-        raise ConfigError(f"no local wiki source for task {task!r}; known: {sorted(TASK_SOURCES)}")
-    relative, builder = TASK_SOURCES[task]
-    src = Path(data_dir) / relative
+def ensure_wiki(name: str, src: Path, kind: str, cache_dir: Path | None = None) -> Path:
+    """The wiki built from ``src`` (a file in the layout ``kind``: ``distractor``, ``fever`` or
+    ``jsonl``), built on first use and cached as ``<name>-<hash of src>.sqlite``; a task names
+    its own source (``tasks``), the wiki knows none."""
+    if kind not in BUILDERS:
+        raise ConfigError(f"no wiki builder for {kind!r}; known: {sorted(BUILDERS)}")
+    src = Path(src)
     if not src.is_file():
-        raise ConfigError(f"{src} is missing: the {task} wiki is built from it (see the data README)")
+        raise ConfigError(f"{src} is missing: the {name} wiki is built from it (see the data README)")
     digest = hashlib.sha256(FORMAT_VERSION.encode())
     with open(src, "rb") as f:
         for chunk in iter(lambda: f.read(_READ_CHUNK), b""):
             digest.update(chunk)
-    out = Path(cache_dir or default_cache_dir()) / f"{task}-{digest.hexdigest()[:16]}.sqlite"
+    out = Path(cache_dir or default_cache_dir()) / f"{name}-{digest.hexdigest()[:16]}.sqlite"
     if out.is_file() and not usable_wiki(out):
         out.unlink()  # a damaged cache (a killed build, a disk error) is rebuilt, not trusted
     if not out.is_file():
-        builder(src, out, progress=False)
+        BUILDERS[kind](src, out, progress=False)
     return out
 
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from react_bench.wiki.env import MAX_SIMILAR, NotFound, Page, PageFound, SearchOutcome
-from react_bench.wiki.live import LiveWiki, fetch_url
+from react_bench.envs.wiki.env import MAX_SIMILAR, NotFound, Page, PageFound, SearchOutcome
+from react_bench.envs.wiki.live import LiveWiki, fetch_url
 
 DISAMBIGUATION_MARK = "may refer to:"
 

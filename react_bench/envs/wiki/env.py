@@ -27,21 +27,23 @@ score of the answer against the gold: EM for HotpotQA, label match for FEVER; th
 ends there, so the model never reads it, and we keep the gold out of the trajectory); a
 backend failure (live Wikipedia unreachable) is an error observation instead of an exception.
 
-``step_text`` (text runner) and ``execute`` (tool-use runner) share ``_act``. ``step_text``
-lower-cases the first letter and then strips, in the original's order; doing it again in
-the runner is harmless. One ``WikiEnv`` per episode; the backend is shared by all episodes
-of a run and must be thread-safe: its blocking calls run in ``asyncio.to_thread``.
+``WikiEnv`` is the ``react_bench.environment.Environment`` of these tasks; ``text_action`` is its
+grammar for the text runner (the first letter lower-cased, then stripped, in the original's
+order), and ``step_text`` executes a paper-format string through it. One ``WikiEnv`` per
+episode; the backend is shared by all episodes of a run and must be thread-safe: its blocking
+calls run in ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never
 
-from react_bench.loop import Observation
+from react_bench.environment import UNPARSED, Action, Example, Observation, action_parameter, string_action
 from react_bench.models.base import ToolSpec
+from react_bench.runners.formats import NumberedFormat
 
 MAX_SIMILAR = 5
 PAGE_SENTENCES = 5
@@ -126,32 +128,22 @@ def not_found_observation(entity: str, similar: tuple[str, ...]) -> str:
     return f"Could not find {entity}. Similar: {list(similar[:MAX_SIMILAR])}."
 
 
-def _tool(name: str, description: str, param: str, param_description: str) -> ToolSpec:
-    schema = {
-        "type": "object",
-        "properties": {param: {"type": "string", "description": param_description}},
-        "required": [param],
-        "additionalProperties": False,
-    }
-    return ToolSpec(name, description, schema)
-
-
 WIKI_TOOLS: tuple[ToolSpec, ...] = (
-    _tool(
+    string_action(
         "search",
         "Search Wikipedia for an exact entity. Returns the first sentences of its page, "
         "or a list of similar titles to search instead when there is no such page.",
         "entity",
         "The page title to look for, e.g. 'Eiffel Tower'.",
     ),
-    _tool(
+    string_action(
         "lookup",
         "Return the next sentence of the current page that contains the keyword "
         "(case-insensitive). Repeat the same keyword for the following match.",
         "keyword",
         "The text to look for in the current page.",
     ),
-    _tool(
+    string_action(
         "finish",
         "Give the final answer and end the task.",
         "answer",
@@ -159,6 +151,8 @@ WIKI_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 TEXT_ACTIONS: tuple[str, ...] = ("search", "lookup", "finish", "think")
+TOOL_PARAMS: dict[str, str] = {spec.name: next(iter(spec.input_schema["properties"])) for spec in WIKI_TOOLS}
+THINK_PARAM = "thought"  # think[...] exists in the text grammar only (the original answered it)
 
 
 def executed_text(action: str) -> str:
@@ -166,21 +160,31 @@ def executed_text(action: str) -> str:
     return action[:1].lower() + action[1:]
 
 
-def action_to_call(action: str) -> tuple[str, str] | None:
+def action_to_call(action: str, names: Sequence[str] = TEXT_ACTIONS) -> tuple[str, str] | None:
     """The paper's execution of an action text: ``(name, argument)``, or None if invalid.
 
     As the original ``wikienv.step``: the first character is lower-cased, then the text is
-    stripped, then it must read ``name[argument]`` exactly. The one place that reads action
-    strings; the text runner and ``step_text`` both go through it.
+    stripped, then it must read ``name[argument]`` exactly, for one of ``names``.
     """
     text = executed_text(action).strip()
-    for name in TEXT_ACTIONS:
+    for name in names:
         if text.startswith(name + "[") and text.endswith("]"):
             return name, text[len(name) + 1 : -1]
     return None
 
 
-TOOL_PARAMS: dict[str, str] = {spec.name: next(iter(spec.input_schema["properties"])) for spec in WIKI_TOOLS}
+def text_action(text: str, actions: Sequence[ToolSpec] = WIKI_TOOLS) -> Action:
+    """The Wikipedia grammar of the text runner: ``Name[argument]`` for any of ``actions`` (the
+    environment's, a wrapper's included) and ``think[...]``, read as ``action_to_call`` reads it.
+    A text that names none of them is the unparsed action (``Invalid action: ...``)."""
+    params = {spec.name: action_parameter(spec) or "input" for spec in actions}
+    params.setdefault("think", THINK_PARAM)
+    executed = executed_text(text)
+    call = action_to_call(text, tuple(params))
+    if call is None:
+        return Action(UNPARSED, {}, executed)
+    name, argument = call
+    return Action(name, {params[name]: argument}, executed)
 
 
 class WikiEnv:
@@ -198,24 +202,28 @@ class WikiEnv:
         # in the order they were issued (asyncio.Lock is FIFO).
         self._lock = asyncio.Lock()
 
-    def tools(self) -> tuple[ToolSpec, ...]:
+    def actions(self) -> tuple[ToolSpec, ...]:
         return WIKI_TOOLS
 
-    async def execute(self, name: str, arguments: Mapping[str, Any]) -> Observation:
+    async def reset(self, example: Example) -> Observation:
+        """The first observation is the question (or claim) itself."""
+        return Observation(example.question)
+
+    async def step(self, action: Action) -> Observation:
+        name = action.name
+        if action.text is not None and name not in TOOL_PARAMS:  # the text runner: think, or invalid
+            return await self._act("think" if name == "think" else "invalid", action.text.strip())
         param = TOOL_PARAMS.get(name)
         if param is None:
             return Observation(f"Invalid action: {name}", is_error=True)
-        value = arguments.get(param)
+        value = action.arguments.get(param)
         if not isinstance(value, str):
             return Observation(f'Invalid arguments for {name}: expected {{"{param}": string}}', is_error=True)
         return await self._act(name, value)
 
-    async def step_text(self, action: str) -> Observation:
+    async def step_text(self, text: str) -> Observation:
         """Execute a paper-format action string such as ``Search[Eiffel Tower]``."""
-        call = action_to_call(action)
-        if call is None:
-            return await self._act("invalid", executed_text(action).strip())
-        return await self._act(*call)
+        return await self.step(text_action(text))
 
     async def _act(self, name: str, argument: str) -> Observation:
         async with self._lock:
@@ -262,3 +270,10 @@ class WikiEnv:
         self._lookup_next += 1
         sentence = self._lookup_results[self._lookup_next - 1]
         return Observation(f"(Result {self._lookup_next} / {len(self._lookup_results)}) {sentence}")
+
+
+def wiki_format(label: str = "Question") -> NumberedFormat:
+    """The paper's HotpotQA / FEVER text format over this environment (``label``: ``Question`` or
+    ``Claim``): its grammar, ``Finish[...]`` to wrap up, ``Episode finished.`` after an exemplar's
+    answer (the tool-use runner's exemplar turns)."""
+    return NumberedFormat(text_action, label, answer_action="Finish", answer_observation=FINISHED)

@@ -39,9 +39,8 @@ import requests
 import wikipedia
 import wikipedia.wikipedia as wikipedia_module
 
-from react_bench.errors import ConfigError
-from react_bench.loop import EpisodeAbort
-from react_bench.wiki.env import (
+from react_bench.environment import EpisodeAbort
+from react_bench.envs.wiki.env import (
     MAX_SIMILAR,
     NotFound,
     Page,
@@ -51,7 +50,8 @@ from react_bench.wiki.env import (
     outcome_from_dict,
     outcome_to_dict,
 )
-from react_bench.wiki.store import ObservationStore
+from react_bench.envs.wiki.store import ObservationStore
+from react_bench.errors import ConfigError
 
 Mode = Literal["live", "record", "replay"]
 MODES: tuple[str, ...] = ("live", "record", "replay")

@@ -1,0 +1,108 @@
+"""The seam between the agent loop and a benchmark: examples, actions, observations, environments.
+
+Every benchmark plugs in here and nowhere else. The loop, the runners and the modes know these
+types and no task or environment by name; Wikipedia (``envs/wiki``), ALFWorld and WebShop are
+implementations.
+
+- An ``Example`` is one item of a benchmark: its id, the input shown in results (a question, a
+  claim, a household goal, a shopping instruction), the reference answer where the task has
+  one (``gold``; empty where success is the environment's reward) and metadata for breakdowns.
+- An ``Environment`` serves one episode. ``reset(example)`` starts it and returns the first
+  observation (what the agent is told: for Wikipedia the question itself); ``actions()``
+  declares what it offers (name, parameters, description: the tool-use runner's tools); and
+  ``step(action)`` returns an ``Observation``. Construction is cheap and does no I/O (a run
+  asks a fresh environment for its actions before any episode); ``reset`` does the work.
+- An ``Action`` is a name and arguments, and, from the text runner, the text the model wrote
+  (as the environment's grammar executed it). A text that names no action has the empty name:
+  the environment answers it with its own "invalid action" observation.
+- An ``Observation`` ends the episode when ``done`` is set or it carries a ``final_answer``
+  (a task's answer action, e.g. Wikipedia's ``finish``); ``reward`` is the environment's score
+  of the episode where it gives one (ALFWorld's ``won``, WebShop's reward). ``is_error`` marks a
+  result the model should read as a failure (the tool-use runner's ``is_error``).
+
+Environments are asyncio-friendly: blocking work (a game engine, an HTTP call, SQLite) runs in
+a worker thread inside ``step`` / ``reset``. One environment per episode; what they share (a
+wiki backend, a server) lives in the factory, closed once at the end of a run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from react_bench.models.base import ToolSpec
+
+UNPARSED = ""  # the name of an action whose text matched no action of the environment
+
+
+class EpisodeAbort(Exception):
+    """Raised by an environment when the episode cannot go on faithfully: its server is down or
+    answered with an error, a replayed observation was never recorded. Unlike an action that
+    fails (an ``is_error`` observation, the episode goes on), it ends the episode with reason
+    ``error``, so the example can be run again (``retry_errors``)."""
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    question: str  # the input shown in results: a question, a claim, a goal, an instruction
+    gold: str  # the reference answer ("" where the environment's reward decides)
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    text: str | None = None  # the action as the text runner wrote and executed it
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What an action returned (or ``reset``: the first observation)."""
+
+    text: str
+    is_error: bool = False
+    final_answer: str | None = None  # an answer action: the episode ends with this answer
+    done: bool = False  # the environment ended the episode (a game won, a purchase made)
+    reward: float | None = None
+    info: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def ends(self) -> bool:
+        return self.done or self.final_answer is not None
+
+
+@runtime_checkable
+class Environment(Protocol):
+    def actions(self) -> tuple[ToolSpec, ...]: ...
+
+    async def reset(self, example: Example) -> Observation: ...
+
+    async def step(self, action: Action) -> Observation: ...
+
+
+class EnvFactory(Protocol):
+    """Makes one environment per episode; ``close`` releases what they share, once per run."""
+
+    def __call__(self) -> Environment: ...
+
+    def close(self) -> None: ...
+
+
+def action_parameter(spec: ToolSpec) -> str | None:
+    """The one parameter of a single-string action (``search(entity)``), if it has exactly one."""
+    properties = list((spec.input_schema.get("properties") or {}).keys())
+    return properties[0] if len(properties) == 1 else None
+
+
+def string_action(name: str, description: str, param: str, param_description: str) -> ToolSpec:
+    """An action taking one string, as most text benchmarks' actions do (``search[query]``)."""
+    schema = {
+        "type": "object",
+        "properties": {param: {"type": "string", "description": param_description}},
+        "required": [param],
+        "additionalProperties": False,
+    }
+    return ToolSpec(name, description, schema)

@@ -1,0 +1,64 @@
+"""What the Wikipedia tasks share (HotpotQA, FEVER, SynthWiki): the wiki environment, the paper's
+numbered text format, the project's prompt files, and the paper's protocol for them.
+
+A Wikipedia task names the file its offline wiki is built from (``wiki_source``); the wiki
+package builds and caches it (``envs.wiki.build.ensure_wiki``) and knows no task. The ``wiki``
+config group (``WikiConfig``) chooses the backend; under ``protocol=paper`` live Wikipedia is
+read as the paper's code read it (``fidelity=paper``), else through the API (``clean``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from react_bench.envs.wiki import WikiConfig, WikiEnvFactory, make_env_factory
+from react_bench.envs.wiki.env import wiki_format
+from react_bench.prompts import PromptSpec, load_prompt, own_prompt_file
+from react_bench.runners.formats import NumberedFormat
+from react_bench.tasks.base import Coverage, TaskConfig, TaskInfo
+
+# Table 1 of the paper (PaLM-540B), HotpotQA EM and FEVER accuracy, in percent; GPT-3
+# (text-davinci-002) ReAct with the official code (DESIGN 5).
+PAPER_TABLE1 = "Yao et al. (2022), Table 1 (PaLM-540B); GPT-3: text-davinci-002 ReAct, the official code"
+PALM_HOTPOTQA = {"standard": 28.7, "cot": 29.4, "cot_sc": 33.4, "act": 25.7, "react": 27.4,
+                 "cot_sc_react": 34.2, "react_cot_sc": 35.1}  # fmt: skip
+PALM_FEVER = {"standard": 57.1, "cot": 56.3, "cot_sc": 60.4, "act": 58.9, "react": 60.9,
+              "cot_sc_react": 64.6, "react_cot_sc": 62.0}  # fmt: skip
+
+
+class WikiTask:
+    """The shared part of the Wikipedia tasks; a subclass gives ``info``, its examples and scores."""
+
+    info: ClassVar[TaskInfo]
+    env_group: ClassVar[str | None] = "wiki"
+    label: ClassVar[str] = "Question"  # how the prompt introduces an example
+    prompt_file: ClassVar[str] = "hotpotqa"  # the project's prompt file (react_bench/prompts/<name>.json)
+
+    def __init__(self) -> None:
+        self.coverage: Coverage | None = None
+
+    def text_format(self) -> NumberedFormat:
+        return wiki_format(self.label)
+
+    def own_prompts(self) -> dict[str, Any]:
+        return own_prompt_file(self.prompt_file)
+
+    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+        return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
+
+    def env_config(self, values: Mapping[str, Any], protocol: str) -> WikiConfig:
+        wiki = WikiConfig.from_mapping(values)
+        if wiki.backend == "local":
+            return replace(wiki, fidelity=None)  # the offline wiki has no HTML to read
+        if wiki.fidelity is None:  # live Wikipedia as the paper saw it, unless the protocol is custom
+            return replace(wiki, fidelity="paper" if protocol == "paper" else "clean")
+        return wiki
+
+    def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
+        raise NotImplementedError
+
+    def environment(self, config: TaskConfig, env_config: WikiConfig) -> WikiEnvFactory:
+        return make_env_factory(env_config, local_wiki=lambda: self.local_wiki(config))

@@ -1,0 +1,74 @@
+"""The shape of the package, read from its imports (every import, lazy ones included).
+
+- The loop, the runners and the modes know no task and no environment: nothing under
+  ``runners/``, nor ``loop.py`` or ``modes.py``, imports ``react_bench.envs`` or ``react_bench.tasks``.
+- The import graph between the package's modules has no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "react_bench"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(path: Path) -> set[str]:
+    """The package modules ``path`` imports (``from a import b`` is ``a.b`` where that is a module)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # ``from pkg import sub`` imports the submodule; ``from mod import name`` the module
+            subs = [f"{node.module}.{alias.name}" for alias in node.names]
+            names = [sub if sub in MODULES else node.module for sub in subs]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name:
+                found.add(name)
+    return found - {_module(path)}
+
+
+GRAPH = {module: _imports(path) for module, path in MODULES.items()}
+
+
+def test_the_loop_the_runners_and_the_modes_know_no_task_and_no_environment() -> None:
+    core = [m for m in GRAPH if m.startswith("react_bench.runners") or m in ("react_bench.loop", "react_bench.modes")]
+    assert len(core) >= 6
+    for module in core:
+        bad = sorted(i for i in GRAPH[module] if i.startswith(("react_bench.envs", "react_bench.tasks")))
+        assert not bad, f"{module} imports {bad}"
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    # parent packages are not edges: importing a.b runs a/__init__, which is a module of its own here
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(GRAPH[module]):
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target) :] + [target]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(GRAPH):
+        if module not in state:
+            visit(module)
