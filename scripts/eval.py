@@ -36,7 +36,7 @@ from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError, task_info  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-GROUPS = ("task", "mode", "runner", "model", "wiki", "experiment")
+GROUPS = tuple(sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))  # every config group, context included
 LOCAL_NOTE = (
     "note: model=local is a tiny embedded model ({name}) for checking the pipeline end to end; "
     "its scores mean nothing. For real results choose e.g. model=claude-sonnet-5-5 "
@@ -70,6 +70,7 @@ def check_group_choices(argv: list[str]) -> None:
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     quiet_console()
+    run_dir = None  # known once the settings are resolved; Ctrl-C may come before
     try:
         composed = OmegaConf.to_container(cfg, resolve=True)
         settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
@@ -83,11 +84,14 @@ def main(cfg: DictConfig) -> None:
     except (ConfigError, DataError, ScriptError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     except KeyboardInterrupt:
-        print(
-            f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
-            f"  python scripts/eval.py resume={run_dir}",
-            file=sys.stderr,
-        )
+        if run_dir is None:
+            print("\ninterrupted before the run started: nothing was written", file=sys.stderr)
+        else:
+            print(
+                f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
+                f"  python scripts/eval.py resume={run_dir}",
+                file=sys.stderr,
+            )
         sys.exit(130)
     if run_cfg.dry_run:
         return

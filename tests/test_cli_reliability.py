@@ -63,6 +63,7 @@ def bad_inputs(tmp: Path, common: list[str], run_dir: Path) -> list[tuple[list[s
         ([*common, "mode=nope"], "mode=nope: no such mode; choose one of act, cot"),
         ([*common, "task=nope"], "task=nope: no such task"),
         ([*common, "model=nope"], "model=nope: no such model"),
+        ([*common, "context=nope"], "context=nope: no such context; choose one of compact, full"),
         (
             ["model=replay", f"model.cassette={run_dir / 'calls.jsonl'}", "runner=tool_use", f"results_dir={tmp}"],
             "replay: runner differs from the recorded run's ('text')",
@@ -80,6 +81,23 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, s
         assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], (args, result.stderr)
         assert "Traceback" not in result.stdout + result.stderr
         assert snapshot(tmp_path / "results") == before, args  # nothing written, nothing changed
+
+
+def test_ctrl_c_before_the_run_starts_says_nothing_was_written(tmp_path: Path) -> None:
+    """An interrupt while the settings are still being read (before the run folder is known)."""
+    code = (
+        "import runpy, sys\n"
+        "import react_bench.runconfig as rc\n"
+        "def interrupted(*args, **kwargs):\n"
+        "    raise KeyboardInterrupt\n"
+        "rc.resolve_settings = interrupted\n"
+        f"sys.argv = ['eval.py', 'results_dir={tmp_path}']\n"
+        f"runpy.run_path({str(REPO / 'scripts' / 'eval.py')!r}, run_name='__main__')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr and "nothing was written" in result.stderr
+    assert not any(tmp_path.iterdir())
 
 
 def test_a_numeric_run_id_is_a_name_and_resume_takes_the_recorded_settings(tmp_path: Path, scripted_run) -> None:

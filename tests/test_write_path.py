@@ -12,7 +12,7 @@ import os
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 import numpy as np
 import pytest
 
@@ -215,7 +215,7 @@ def test_task_records_are_read_from_disk_on_the_next_run(tmp_path, monkeypatch):
 def test_the_server_holds_each_reply_for_its_latency():
     with MessagesServer(responder=WalkResponder(Walk(steps=1)), latency_s=0.3) as server:
         started = time.monotonic()
-        reply = httpx.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json={
+        reply = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json={
             "model": "claude-sonnet-4-6", "max_tokens": 20,
             "messages": [{"role": "user", "content": "Question: q\nBegin your reply with `Thought 1:`"}]})  # fmt: skip
         elapsed = time.monotonic() - started
@@ -227,10 +227,10 @@ def test_the_server_holds_each_reply_for_its_latency():
 def test_the_rate_limit_answers_429_as_the_api_does_and_refills():
     body = {"model": "claude-sonnet-4-6", "max_tokens": 20, "messages": [{"role": "user", "content": "Question: q"}]}
     with MessagesServer(responder=WalkResponder(Walk(steps=1)), requests_per_minute=120) as server:  # 2 per second
-        statuses = [httpx.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
+        statuses = [httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
                     for _ in range(3)]  # fmt: skip
         time.sleep(0.6)  # half a second refills one request
-        after = httpx.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
+        after = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
     assert [r.status_code for r in statuses] == [200, 200, 429]
     refused = statuses[2]
     assert refused.json()["error"]["type"] == "rate_limit_error"

@@ -1,0 +1,51 @@
+"""Every third-party package the code imports is declared in pyproject.toml (a dependency or an
+extra), so a clean virtualenv made from the project's own files can run it all: a package that
+only arrives as somebody else's dependency may vanish with their next release."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LOCAL = {"react_bench", "tests", "scripts", "benchlib"}  # the project's own modules
+
+
+def _declared() -> set[str]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    specs = list(project["dependencies"]) + [s for extra in project["optional-dependencies"].values() for s in extra]
+    return {re.split(r"[\s\[<>=!~;]", spec, maxsplit=1)[0].lower().replace("_", "-") for spec in specs}
+
+
+def _imported() -> dict[str, str]:
+    """top-level module -> a file that imports it"""
+    found: dict[str, str] = {}
+    for folder in ("react_bench", "scripts", "tests"):
+        for path in (REPO / folder).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    found.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
+    return found
+
+
+def test_every_imported_package_is_declared() -> None:
+    distributions = importlib.metadata.packages_distributions()
+    declared = _declared()
+    missing = []
+    for module, where in sorted(_imported().items()):
+        if module in sys.stdlib_module_names or module in LOCAL or module == "__future__":
+            continue
+        names = {d.lower().replace("_", "-") for d in distributions.get(module, [module])}
+        if not names & declared:
+            missing.append(f"{module} (imported by {where}; distribution {sorted(names)})")
+    assert not missing, "imported but not declared in pyproject.toml: " + "; ".join(missing)
