@@ -23,7 +23,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable
-from typing import Any, Literal, TextIO, assert_never
+from typing import Any, Literal, TextIO, assert_never, get_args
 
 from react_bench.events import (
     AgentEvent,
@@ -40,7 +40,7 @@ from react_bench.events import (
 )
 
 Show = Literal["summary", "trajectories", "none"]
-SHOWS: tuple[str, ...] = ("summary", "trajectories", "none")
+SHOWS: tuple[str, ...] = get_args(Show)
 OBSERVATION_CHARS = 200
 NOISY_LOGGERS = ("httpx", "httpx2", "httpcore", "anthropic", "openai", "urllib3", "datasets", "filelock", "fsspec")
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, assert_never, get_args
 
 ParserName = Literal["paper", "robust"]
-PARSERS: tuple[ParserName, ...] = ("paper", "robust")
+PARSERS: tuple[ParserName, ...] = get_args(ParserName)
 
 Repair = Literal[
     "thought_label",  # the completion repeats its own "Thought {i}:" label (chat models)

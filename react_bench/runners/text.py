@@ -37,7 +37,6 @@ from react_bench.runners.formats import TextFormat
 from react_bench.runners.parsing import ParserName, extract_answer, parse_act
 from react_bench.types import Message, ToolResultBlock, Usage
 
-Parser = ParserName
 
 
 def base_parts(prompt: PromptSpec, opening: str) -> list[str]:
@@ -60,7 +59,7 @@ class TextPolicy:
     text_format: TextFormat
     actions: tuple[ToolSpec, ...] = ()  # what the environment offers (the grammar reads actions by them)
     style: Literal["react", "act"] = "react"
-    parser: Parser = "paper"
+    parser: ParserName = "paper"
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
     context: ContextView = field(default_factory=ContextView)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import requests
 import wikipedia
@@ -54,7 +54,7 @@ from react_bench.envs.wiki.store import ObservationStore
 from react_bench.errors import ConfigError
 
 Mode = Literal["live", "record", "replay"]
-MODES: tuple[str, ...] = ("live", "record", "replay")
+MODES: tuple[str, ...] = get_args(Mode)
 DEFAULT_USER_AGENT = (
     "react-bench/0.1 (research benchmark reproducing ReAct, Yao et al. 2022; "
     "set wiki.user_agent to add your contact address) wikipedia-python/1.4.0"
