@@ -23,8 +23,9 @@ from typing import Any, TextIO
 
 from react_bench import rundir
 from react_bench.errors import ConfigError
-from react_bench.models.base import ModelRequest
+from react_bench.models.base import BatchClient, ModelRequest
 from react_bench.models.cache import CachedModel, write_entry
+from react_bench.models.stack import ModelStack
 from react_bench.modes import Solver
 from react_bench.types import response_to_dict
 
@@ -32,14 +33,10 @@ BATCHES = "batches.json"
 MAX_PER_BATCH = 10_000  # the API takes up to 100,000 requests (256 MB) in one batch
 
 
-def batch_client(model: Any) -> tuple[CachedModel, Any]:
-    """The request cache and the Anthropic client under ``model`` (both are needed)."""
-    cache, client = None, model
-    while hasattr(client, "inner"):
-        if isinstance(client, CachedModel):
-            cache = client
-        client = client.inner
-    if cache is None or not hasattr(client, "batch_create"):
+def batch_client(stack: ModelStack) -> tuple[CachedModel, BatchClient]:
+    """The run's request cache and its provider's batch API (both are needed)."""
+    cache, client = stack.cache, stack.client
+    if not isinstance(cache, CachedModel) or not isinstance(client, BatchClient):
         raise ConfigError("batch=true needs a Claude model (model=claude-*) and the request cache (cache=true)")
     return cache, client
 
@@ -54,10 +51,10 @@ def batch_response_ids(run_dir: Path) -> set[str]:
     return {i for b in load_state(run_dir)["batches"] for i in b.get("responses", [])}
 
 
-async def prefetch(model: Any, solver: Solver, questions: list[str], run_dir: Path, out: TextIO,
+async def prefetch(stack: ModelStack, solver: Solver, questions: list[str], run_dir: Path, out: TextIO,
                    poll_s: float = 30.0) -> dict[str, int]:  # fmt: skip
     """Submit what the cache lacks, collect every batch of this run into the cache."""
-    cache, client = batch_client(model)
+    cache, client = batch_client(stack)
     state = load_state(run_dir)
     pending_ids = {cid for b in state["batches"] if not b.get("collected") for cid in b["requests"]}
     todo: dict[str, ModelRequest] = {}

@@ -24,17 +24,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from react_bench.models.base import ModelClient, ModelRequest, innermost
+from react_bench.errors import ConfigError
+from react_bench.models.base import ModelClient, ModelRequest
 from react_bench.models.cache import estimate_input_tokens
+from react_bench.models.capabilities import calls_cost_usd
 from react_bench.modes import Solver
+from react_bench.results import read_records
 from react_bench.types import Usage
 
 OBSERVATION_TOKENS = 150
 
 
-def wire_request(model: ModelClient, request: ModelRequest) -> dict[str, Any]:
-    """The body the API receives for ``request`` (Claude), else the request itself as JSON."""
-    client = innermost(model)
+def wire_request(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
+    """The body the API receives for ``request`` from the provider's ``client`` (Claude: its
+    ``plan``), else the request itself as JSON."""
     plan = getattr(client, "plan", None)
     if plan is None:
         return dataclasses.asdict(request)
@@ -90,3 +93,42 @@ def estimate_run(solver: Solver, questions: Sequence[str], *, caching: bool, min
     for i, question in enumerate(questions):
         total = total + estimate_example(solver, question, caching=caching, minimum=minimum, exemplars_cached=i > 0)
     return total
+
+
+@dataclass
+class Budget:
+    """``max_cost_usd``: an example starts only if what is spent, what is in flight and its own
+    estimate stay within the budget. The estimate is the mean cost of the examples finished so
+    far, or before any has finished, the dry-run estimate (an upper bound)."""
+
+    limit: float
+    spent: float
+    first_estimate: float
+    finished: list[float]
+    in_flight: dict[str, float]
+    skipped: list[str]
+
+    @staticmethod
+    def start(
+        limit: float, model: str, solver: Solver, run_dir: Any, question: str, caching: tuple[bool, int]
+    ) -> Budget:
+        if calls_cost_usd(model, [Usage(input_tokens=1, output_tokens=1)]) is None:
+            raise ConfigError(f"max_cost_usd: {model} has no price in the capability table; a budget needs one")
+        spent = [r.get("cost_usd") or 0.0 for r in read_records(run_dir)]
+        cached, minimum = caching
+        first = estimate_example(solver, question, caching=cached, minimum=minimum, exemplars_cached=False)
+        estimate = calls_cost_usd(model, [first.usage]) or 0.0
+        return Budget(limit, float(sum(spent)), estimate, [], {}, [])
+
+    def admit(self, example_id: str) -> bool:
+        estimate = sum(self.finished) / len(self.finished) if self.finished else self.first_estimate
+        if self.spent + sum(self.in_flight.values()) + estimate > self.limit:
+            self.skipped.append(example_id)
+            return False
+        self.in_flight[example_id] = estimate
+        return True
+
+    def done(self, example_id: str, cost: float | None) -> None:
+        self.in_flight.pop(example_id, None)
+        self.spent += cost or 0.0
+        self.finished.append(cost or 0.0)

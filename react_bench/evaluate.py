@@ -11,6 +11,11 @@ Files of a run (see ``results.py`` for reading them back):
 
 ``resume=true`` with ``run_id=...`` continues a run: finished ids are skipped, and a run
 whose fingerprint differs is refused rather than mixed.
+
+A ``Run`` is prepared once (examples, the model stack of ``models.build_stack``, prompts, the
+task's environment and text format, the solver, the fingerprint, the folder) and then
+executed, or dry-run (``dry_run=true``: no model call), its single calls prefetched through
+the Batches API first where ``batch=true``.
 """
 
 from __future__ import annotations
@@ -27,19 +32,20 @@ from typing import Any, TextIO
 
 from react_bench import rundir
 from react_bench.console import ProgressBar, TrajectoryPrinter
+from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
+from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
-from react_bench.models import capabilities_to_dict, make_model
-from react_bench.models.base import ModelClient
-from react_bench.models.cache import CachedModel
+from react_bench.models import ModelStack, build_stack, capabilities_to_dict
+from react_bench.models.base import ModelClient, operational
 from react_bench.models.capabilities import calls_cost_usd
 from react_bench.models.counting import counting_scope
-from react_bench.models.replay import CassetteKind, RecordingModel, cassette_line, example_scope
+from react_bench.models.replay import CassetteKind, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction
-from react_bench.results import read_records, summarize
-from react_bench.runconfig import OPERATIONAL_KEYS, RunConfig
+from react_bench.results import summarize
+from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
 from react_bench.types import ModelResponse
 
@@ -53,15 +59,11 @@ class RunResult:
 
 
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
+    """The run's folder: the one being resumed (wherever it lies), else the results layout's."""
+    if cfg.run_dir is not None:
+        return cfg.run_dir
     s = cfg.solve
-    return rundir.run_dir_path(cfg.results_dir, cfg.task.name, cfg.model_label, s.mode, s.runner, run_id)
-
-
-def with_request_cache(model: ModelClient, cfg: RunConfig) -> ModelClient:
-    """The on-disk request cache around models worth caching (not the scripted or replay ones)."""
-    if cfg.request_cache == "off" or cfg.model.get("provider") not in ("anthropic", "openai", "local"):
-        return model
-    return CachedModel(model, mode=cfg.request_cache)
+    return rundir.run_dir_path(cfg.results_dir, cfg.task.name, cfg.model.display_label, s.mode, s.runner, run_id)
 
 
 def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
@@ -101,157 +103,228 @@ async def evaluate(
     """Run ``cfg``. ``on_event`` receives every AgentEvent of every example with the example's
     id, as it happens (``console.TrajectoryPrinter`` shows them), and a ``RunProgress`` when
     an example has been written. ``model``: a client built by the caller (a notebook's or a
-    benchmark's own) instead of ``make_model(cfg.model)``; ``cfg.model`` still names it in
-    the results."""
-    task = load_task(cfg.task.name)
-    examples = task.examples(cfg.task)
-    if task.coverage is not None and task.coverage.found < task.coverage.requested:
-        print(f"coverage: {task.coverage.summary()}", file=out)
-    model = RecordingModel(with_request_cache(model if model is not None else make_model(cfg.model), cfg))
-    prompts = build_prompts(cfg, task)
-    env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
-    env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
-    solver = Solver(cfg.solve, model, prompts, env_factory, task.text_format())
-    not_applied = not_applied_settings(model, solver)
-    settings = {
-        "protocol": cfg.protocol,
-        "solve": _jsonable(asdict(cfg.solve)),
-        "task": cfg.task.name,
-        "split": cfg.task.split,
-        "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
-        "model": {k: v for k, v in cfg.model.items() if k not in OPERATIONAL_KEYS},
-        "env": _env_settings(env) if env_factory else None,
-    }
-    fingerprint = protocol_fingerprint([e.id for e in examples], {k: p.sha256 for k, p in prompts.items()}, settings)
-    run_id = cfg.run_id or new_run_id(cfg)
-    run_dir = run_dir_for(cfg, run_id)
-    if cfg.dry_run:
-        return _dry_run(cfg, model, solver, examples, run_dir, out)
-    if cfg.batch:
-        from react_bench.batch import batch_client
-
-        batch_client(model)  # a clear error before anything is written
-        if MODE_SPECS[cfg.solve.mode].first not in ("standard", "cot", "cot_sc"):
-            raise ConfigError(f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
-                              f"not mode={cfg.solve.mode}")  # fmt: skip
-    done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=fingerprint)
-    header = {
-        "run_id": run_id,
-        "fingerprint": fingerprint,
-        "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "config": _jsonable(asdict(cfg)),
-        "composed": cfg.composed,  # the settings as composed: what resume and replay start from
-        "model_name": model.name,
-        "model_capabilities": capabilities_to_dict(model.capabilities),
-        "not_applied": not_applied,
-        "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in prompts.items()},
-        "n_examples": len(examples),
-        "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,
-        "example_ids": [e.id for e in examples],
-    }
-    if not (run_dir / rundir.RUN_JSON).exists():
-        rundir.write_json(run_dir / rundir.RUN_JSON, header)
-    for line in header["not_applied"]:
-        print(f"note: {model.name} does not take {line}; the run records it as not applied", file=out)
-    todo = [e for e in examples if e.id not in done]
-    if cfg.batch and todo:
-        from react_bench.batch import prefetch
-
-        totals = await prefetch(model, solver, [e.question for e in todo], run_dir, out, poll_s=cfg.batch_poll_s)
-        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
-              f"{totals['errored']} left to live calls", file=out)  # fmt: skip
-    budget = Budget.start(cfg, model, solver, run_dir, todo) if cfg.max_cost_usd is not None and todo else None
+    benchmark's own) instead of the one ``cfg.model`` names; ``cfg.model`` still names it in
+    the results, and the run's layers (request cache, recording) go around it."""
+    run = Run.prepare(cfg, out, model)
     try:
-        n_new = await _run_examples(cfg, task, solver, todo, run_dir, len(done), len(examples), out, on_event, budget)
+        if cfg.dry_run:
+            return run.dry_run()
+        return await run.execute(on_event)
     finally:
-        if env_factory is not None:
-            env_factory.close()
-        close = getattr(model, "aclose", None)  # the HTTP client of a network model
-        if close is not None:
-            await close()
-    metrics = summarize(run_dir, task.info)
-    over = len(budget.skipped) if budget is not None else 0
-    metrics["over_budget"] = over
-    rundir.write_json(run_dir / rundir.METRICS, metrics)
-    return RunResult(run_dir, metrics, n_new, over)
+        await run.aclose()
 
 
 @dataclass
-class Budget:
-    """``max_cost_usd``: an example starts only if what is spent, what is in flight and its own
-    estimate stay within the budget. The estimate is the mean cost of the examples finished so
-    far, or before any has finished, the dry-run estimate (an upper bound)."""
+class Run:
+    """One run, prepared once (examples, model stack, prompts, environment, solver, fingerprint,
+    folder), then executed, dry-run, or prefetched through the Batches API first."""
 
-    limit: float
-    spent: float
-    first_estimate: float
-    finished: list[float]
-    in_flight: dict[str, float]
-    skipped: list[str]
+    cfg: RunConfig
+    task: Task
+    examples: list[Example]
+    stack: ModelStack
+    prompts: dict[str, PromptSpec]
+    env_factory: EnvFactory | None
+    solver: Solver
+    not_applied: list[str]
+    fingerprint: str
+    run_id: str
+    run_dir: Path
+    out: TextIO
 
-    @staticmethod
-    def start(cfg: RunConfig, model: ModelClient, solver: Solver, run_dir: Path, todo: list[Example]) -> Budget:
-        from react_bench.estimate import estimate_example
-        from react_bench.types import Usage
+    @property
+    def model(self) -> ModelClient:
+        return self.stack.top
 
-        if calls_cost_usd(model.name, [Usage(input_tokens=1, output_tokens=1)]) is None:
-            raise ConfigError(f"max_cost_usd: {model.name} has no price in the capability table; a budget needs one")
-        spent = [r.get("cost_usd") or 0.0 for r in read_records(run_dir)]
+    @classmethod
+    def prepare(cls, cfg: RunConfig, out: TextIO = sys.stdout, model: ModelClient | None = None) -> Run:
+        task = load_task(cfg.task.name)
+        examples = task.examples(cfg.task)
+        if task.coverage is not None and task.coverage.found < task.coverage.requested:
+            print(f"coverage: {task.coverage.summary()}", file=out)
+        stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
+        prompts = build_prompts(cfg, task)
+        env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
+        env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
+        solver = Solver(cfg.solve, stack.top, prompts, env_factory, task.text_format())
+        not_applied = not_applied_settings(stack.top, solver)
+        settings = {
+            "protocol": cfg.protocol,
+            "solve": _jsonable(asdict(cfg.solve)),
+            "task": cfg.task.name,
+            "split": cfg.task.split,
+            "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
+            "model": _jsonable(cfg.model.fingerprint()),
+            "env": _env_settings(env) if env_factory else None,
+        }
+        ids = [e.id for e in examples]
+        fingerprint = protocol_fingerprint(ids, {k: p.sha256 for k, p in prompts.items()}, settings)
+        run_id = cfg.run_id or new_run_id(cfg)
+        run = cls(cfg, task, examples, stack, prompts, env_factory, solver, not_applied, fingerprint, run_id,
+                  run_dir_for(cfg, run_id), out)  # fmt: skip
+        if cfg.batch:
+            from react_bench.batch import batch_client
+
+            batch_client(stack)  # a clear error before anything is written
+            if MODE_SPECS[cfg.solve.mode].first not in ("standard", "cot", "cot_sc"):
+                raise ConfigError(f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
+                                  f"not mode={cfg.solve.mode}")  # fmt: skip
+        return run
+
+    async def aclose(self) -> None:
+        if self.env_factory is not None:
+            self.env_factory.close()
+        await self.stack.aclose()
+
+    def header(self) -> dict[str, Any]:
+        """run.json: written before the first example."""
+        cfg, model, task = self.cfg, self.model, self.task
+        return {
+            "run_id": self.run_id,
+            "fingerprint": self.fingerprint,
+            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "config": _jsonable(asdict(cfg)),
+            "composed": cfg.composed,  # the settings as composed: what resume and replay start from
+            "model_name": model.name,
+            "model_capabilities": capabilities_to_dict(model.capabilities),
+            "not_applied": self.not_applied,
+            "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in self.prompts.items()},
+            "n_examples": len(self.examples),
+            "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,
+            "example_ids": [e.id for e in self.examples],
+        }
+
+    async def execute(self, on_event: EventSink | None = None) -> RunResult:
+        cfg, run_dir = self.cfg, self.run_dir
+        done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=self.fingerprint)
+        if not (run_dir / rundir.RUN_JSON).exists():
+            rundir.write_json(run_dir / rundir.RUN_JSON, self.header())
+        for line in self.not_applied:
+            print(f"note: {self.model.name} does not take {line}; the run records it as not applied", file=self.out)
+        todo = [e for e in self.examples if e.id not in done]
+        if cfg.batch and todo:
+            await self.prefetch(todo)
+        budget = None
+        if cfg.max_cost_usd is not None and todo:
+            budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
+                                  _caching(cfg))  # fmt: skip
+        n_new = await self._run_examples(todo, len(done), on_event, budget)
+        metrics = summarize(run_dir, self.task.info)
+        over = len(budget.skipped) if budget is not None else 0
+        metrics["over_budget"] = over
+        rundir.write_json(run_dir / rundir.METRICS, metrics)
+        return RunResult(run_dir, metrics, n_new, over)
+
+    async def prefetch(self, todo: list[Example]) -> None:
+        """``batch=true``: the single-call requests through the Message Batches API, into the cache."""
+        from react_bench.batch import prefetch
+
+        questions = [e.question for e in todo]
+        totals = await prefetch(
+            self.stack, self.solver, questions, self.run_dir, self.out, poll_s=self.cfg.batch_poll_s
+        )
+        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
+              f"{totals['errored']} left to live calls", file=self.out)  # fmt: skip
+
+    def dry_run(self) -> RunResult:
+        """No model call: the first request as the API would get it, and the run's estimate."""
+        from react_bench.estimate import estimate_run, wire_request
+
+        cfg, examples, run_dir = self.cfg, self.examples, self.run_dir
         caching, minimum = _caching(cfg)
-        first = estimate_example(solver, todo[0].question, caching=caching, minimum=minimum, exemplars_cached=False)
-        estimate = calls_cost_usd(model.name, [first.usage]) or 0.0
-        assert cfg.max_cost_usd is not None
-        return Budget(cfg.max_cost_usd, float(sum(spent)), estimate, [], {}, [])
+        estimate = estimate_run(self.solver, [e.question for e in examples], caching=caching, minimum=minimum)
+        cost = calls_cost_usd(self.model.name, [estimate.usage])
+        rundir.prepare(run_dir, resume=False, retry_errors=False, fingerprint="", dry_run=True)
+        first = self.solver.probe_requests(examples[0].question)[0] if examples else None
+        if first is not None:
+            rundir.write_json(run_dir / "dry_run_request.json", wire_request(self.stack.client, first))
+        u = estimate.usage
+        summary = {"examples": len(examples), "calls_at_most": estimate.calls, "usage": u.to_dict(),
+                   "cost_usd": cost, "caching": caching,
+                   "note": "upper bound: every episode runs to the step cap"}  # fmt: skip
+        rundir.write_json(run_dir / "dry_run.json", summary)
+        cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
+        print(
+            f"dry run (no model call): {len(examples)} examples, at most {estimate.calls} calls, about "
+            f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
+            f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
+            f"estimated cost {cost_text} (an upper bound: every episode to the step cap).\n"
+            f"first request: {run_dir / 'dry_run_request.json'}",
+            file=self.out,
+        )
+        return RunResult(run_dir, {"dry_run": summary, "errors": 0}, 0)
 
-    def admit(self, example_id: str) -> bool:
-        estimate = sum(self.finished) / len(self.finished) if self.finished else self.first_estimate
-        if self.spent + sum(self.in_flight.values()) + estimate > self.limit:
-            self.skipped.append(example_id)
-            return False
-        self.in_flight[example_id] = estimate
-        return True
+    async def _run_examples(
+        self, todo: list[Example], n_done: int, on_event: EventSink | None, budget: Budget | None
+    ) -> int:
+        cfg, run_dir, out = self.cfg, self.run_dir, self.out
+        n_total = len(self.examples)
+        semaphore = asyncio.Semaphore(cfg.concurrency)
+        writer = rundir.RunWriter(run_dir)
+        cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
+        enabled = cfg.progress and cfg.show != "none"
+        bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
+        if cfg.show == "trajectories":
+            printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1)
+            user_sink = on_event
 
-    def done(self, example_id: str, cost: float | None) -> None:
-        self.in_flight.pop(example_id, None)
-        self.spent += cost or 0.0
-        self.finished.append(cost or 0.0)
+            def on_event(example_id: str, event: AgentEvent) -> None:
+                printer(example_id, event)
+                if user_sink is not None:
+                    user_sink(example_id, event)
+
+        finished = 0
+        from react_bench.batch import batch_response_ids
+
+        batched = batch_response_ids(run_dir)
+
+        async def one(example: Example) -> None:
+            nonlocal finished
+            async with semaphore:
+                if budget is not None and not budget.admit(example.id):
+                    return  # left for a resumed run with a larger budget
+                sink = None if on_event is None else functools.partial(on_event, example.id)
+                with example_scope(example.id) as calls, counting_scope() as (counts, cached):
+                    outcome = await self.solver.solve(example, sink)
+                scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
+                record = example_record(example, outcome, scores, self.task.info.primary_metric)
+                record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
+                record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
+                record["cost_usd"] = _cost(self.model.name, calls, cached, batched)
+                if budget is not None:
+                    budget.done(example.id, record["cost_usd"])
+                lines = rundir.json_line(record), rundir.json_line(cassette_line(example.id, calls, cassette_kind))
+            # The next example may start while these lines go to disk; this one counts once they are there.
+            await writer.write(*lines)
+            finished += 1
+            bar.update(record)
+            if on_event is not None:
+                progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
+                                       record["correct"], outcome.reason)  # fmt: skip
+                on_event(example.id, progress)
+
+        try:
+            # A TaskGroup cancels and awaits the examples in flight if one raises (a bug of ours),
+            # so nothing still uses the environment when the run closes it.
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for example in todo:
+                        group.create_task(one(example))
+            except BaseExceptionGroup as failed:
+                raise failed.exceptions[0] from None
+        finally:
+            await writer.aclose()
+            bar.close()
+        return finished
 
 
 def _caching(cfg: RunConfig) -> tuple[bool, int]:
     """Whether the model caches prompts as configured, and its minimum cacheable length."""
-    if cfg.model.get("provider") != "anthropic" or not cfg.model.get("prompt_caching", True):
+    if cfg.model.provider != "anthropic" or not cfg.model.settings.get("prompt_caching", True):
         return False, 0
     from react_bench.models.capabilities import min_cache_tokens
 
-    return True, min_cache_tokens(str(cfg.model.get("name")))
-
-
-def _dry_run(cfg: RunConfig, model: ModelClient, solver: Solver, examples: list[Example], run_dir: Path,
-             out: TextIO) -> RunResult:  # fmt: skip
-    """No model call: the first request as the API would get it, and the run's estimate."""
-    from react_bench.estimate import estimate_run, wire_request
-
-    caching, minimum = _caching(cfg)
-    estimate = estimate_run(solver, [e.question for e in examples], caching=caching, minimum=minimum)
-    cost = calls_cost_usd(model.name, [estimate.usage])
-    rundir.prepare(run_dir, resume=False, retry_errors=False, fingerprint="", dry_run=True)
-    first = solver.probe_requests(examples[0].question)[0] if examples else None
-    if first is not None:
-        rundir.write_json(run_dir / "dry_run_request.json", wire_request(model, first))
-    u = estimate.usage
-    summary = {"examples": len(examples), "calls_at_most": estimate.calls, "usage": u.to_dict(), "cost_usd": cost,
-               "caching": caching, "note": "upper bound: every episode runs to the step cap"}  # fmt: skip
-    rundir.write_json(run_dir / "dry_run.json", summary)
-    cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
-    print(
-        f"dry run (no model call): {len(examples)} examples, at most {estimate.calls} calls, about "
-        f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
-        f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
-        f"estimated cost {cost_text} (an upper bound: every episode to the step cap).\n"
-        f"first request: {run_dir / 'dry_run_request.json'}",
-        file=out,
-    )
-    return RunResult(run_dir, {"dry_run": summary, "errors": 0}, 0)
+    return True, min_cache_tokens(str(cfg.model.name))
 
 
 def new_run_id(cfg: RunConfig | None = None) -> str:
@@ -265,66 +338,6 @@ def new_run_id(cfg: RunConfig | None = None) -> str:
     while run_dir_for(cfg, run_id).exists():
         run_id, n = f"{stamp}-{n}", n + 1
     return run_id
-
-
-async def _run_examples(cfg, task, solver, todo, run_dir, n_done, n_total, out, on_event, budget=None) -> int:
-    semaphore = asyncio.Semaphore(cfg.concurrency)
-    writer = rundir.RunWriter(run_dir)
-    cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
-    enabled = cfg.progress and cfg.show != "none"
-    bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
-    if cfg.show == "trajectories":
-        printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1)
-        user_sink = on_event
-
-        def on_event(example_id: str, event: AgentEvent) -> None:
-            printer(example_id, event)
-            if user_sink is not None:
-                user_sink(example_id, event)
-
-    finished = 0
-    from react_bench.batch import batch_response_ids
-
-    batched = batch_response_ids(run_dir)
-
-    async def one(example: Example) -> None:
-        nonlocal finished
-        async with semaphore:
-            if budget is not None and not budget.admit(example.id):
-                return  # left for a resumed run with a larger budget
-            sink = None if on_event is None else functools.partial(on_event, example.id)
-            with example_scope(example.id) as calls, counting_scope() as (counts, cached):
-                outcome = await solver.solve(example, sink)
-            scores = task.score(outcome.prediction, example.gold, outcome.reward)
-            record = example_record(example, outcome, scores, task.info.primary_metric)
-            record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
-            record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
-            record["cost_usd"] = _cost(solver.model.name, calls, cached, batched)
-            if budget is not None:
-                budget.done(example.id, record["cost_usd"])
-            lines = rundir.json_line(record), rundir.json_line(cassette_line(example.id, calls, cassette_kind))
-        # The next example may start while these lines go to disk; this one counts once they are there.
-        await writer.write(*lines)
-        finished += 1
-        bar.update(record)
-        if on_event is not None:
-            progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
-                                   record["correct"], outcome.reason)  # fmt: skip
-            on_event(example.id, progress)
-
-    try:
-        # A TaskGroup cancels and awaits the examples in flight if one raises (a bug of ours),
-        # so nothing still uses the wiki when the run closes it.
-        try:
-            async with asyncio.TaskGroup() as group:
-                for example in todo:
-                    group.create_task(one(example))
-        except BaseExceptionGroup as failed:
-            raise failed.exceptions[0] from None
-    finally:
-        await writer.aclose()
-        bar.close()
-    return finished
 
 
 def _cost(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> float | None:
@@ -367,7 +380,7 @@ def _env_settings(env: Any) -> dict[str, Any] | None:
     """The environment's settings that can change an observation (in the fingerprint)."""
     if env is None:
         return None
-    return {k: v for k, v in _jsonable(asdict(env)).items() if k not in OPERATIONAL_KEYS}
+    return {k: v for k, v in _jsonable(asdict(env)).items() if not operational(type(env), k)}
 
 
 def _jsonable(value: Any) -> Any:

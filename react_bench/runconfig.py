@@ -29,10 +29,11 @@ from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError
 from react_bench.loop import LoopConfig
-from react_bench.models.base import ThinkingConfig
+from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
+from react_bench.models.stack import ModelSpec
 from react_bench.modes import SolveSettings
-from react_bench.rundir import check_run_id
+from react_bench.rundir import StoredRun, check_run_id
 from react_bench.tasks import TASKS, task_info
 from react_bench.tasks.base import TaskConfig, TaskInfo
 
@@ -53,7 +54,7 @@ SELECTION_KEYS = ("split", "n", "offset", "ids", "on_missing", "data_dir")
 @dataclass(frozen=True)
 class RunConfig:
     task: TaskConfig
-    model: dict[str, Any]
+    model: ModelSpec  # a plain mapping (a model group file's) is read into one
     solve: SolveSettings
     env: Any = None  # the task's environment config (WikiConfig for the Wikipedia tasks); None: none
     protocol: str = "paper"
@@ -62,6 +63,7 @@ class RunConfig:
     instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
     instruction_key: str | None = None
     results_dir: Path = Path("results")
+    run_dir: Path | None = None  # the folder itself (a resumed run, wherever it lies); None: results_dir's layout
     run_id: str | None = None
     resume: bool = False
     retry_errors: bool = False  # with resume: run the examples that ended in an error again
@@ -75,16 +77,16 @@ class RunConfig:
     request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
-    @property
-    def model_label(self) -> str:
-        return str(self.model.get("label") or self.model.get("name") or self.model.get("provider"))
+    def __post_init__(self) -> None:
+        if isinstance(self.model, Mapping):
+            object.__setattr__(self, "model", ModelSpec.from_mapping(self.model))
 
     @staticmethod
     def from_mapping(cfg: Mapping[str, Any]) -> RunConfig:
         protocol = cfg.get("protocol", "paper")
         if protocol not in ("paper", "custom"):
             raise ConfigError(f"protocol must be paper or custom, got {protocol!r}")
-        model = dict(_section(cfg, "model"))
+        model = ModelSpec.from_mapping(_section(cfg, "model"))
         prompt = cfg.get("prompt") or {}
         concurrency = _int(cfg, "concurrency", 1)
         if concurrency < 1:
@@ -104,6 +106,7 @@ class RunConfig:
             instruction_file=prompt.get("instruction_file"),
             instruction_key=prompt.get("instruction_key"),
             results_dir=Path(cfg.get("results_dir") or "results"),
+            run_dir=None if cfg.get("run_dir") is None else Path(str(cfg["run_dir"])),
             run_id=None if cfg.get("run_id") is None else check_run_id(str(cfg["run_id"])),
             resume=_bool(cfg, "resume"),
             retry_errors=_bool(cfg, "retry_errors"),
@@ -119,11 +122,11 @@ class RunConfig:
         )
 
 
-def _task_config(cfg: Mapping[str, Any], model: Mapping[str, Any]) -> TaskConfig:
+def _task_config(cfg: Mapping[str, Any], model: ModelSpec) -> TaskConfig:
     values = dict(_section(cfg, "task"))
     values.update({key: cfg[key] for key in SELECTION_KEYS if cfg.get(key) is not None})
-    if values.get("n") is None and model.get("default_n") is not None:
-        values["n"] = model["default_n"]  # the tiny local model runs a handful unless told otherwise
+    if values.get("n") is None and model.default_n is not None:
+        values["n"] = model.default_n  # the tiny local model runs a handful unless told otherwise
     for key in ("n", "offset"):
         if values.get(key) is not None:
             values[key] = _int(values, key, 0)
@@ -250,17 +253,32 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) ->
 
 # ------------------------------------------------------------ resume and replay take a run's settings
 
-# Settings that may differ when a run is resumed or replayed: they cannot change an answer.
-OPERATIONAL_KEYS = frozenset(
-    {"label", "default_n", "max_retries", "retry_backoff_s", "timeout_s", "n_threads", "n_threads_batch"}
-    | {"requests_per_minute", "tokens_per_minute"}
-    | {"user_agent", "max_attempts", "backoff_s", "store", "script"}
-)  # "script": a scripted model (a test tool) continues a resumed run from a new script
+# Settings of how a run is carried out, never of what it computes: taken from the command line.
 RUN_KEYS = frozenset(
-    {"resume", "run_id", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
+    {"resume", "run_id", "run_dir", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
     | {"dry_run", "max_cost_usd", "batch", "batch_poll_s"}
 )
+
+
+def is_operational(key: str, stored: Mapping[str, Any]) -> bool:
+    """Whether the dotted setting ``key`` may differ from the recorded run's (``stored``): a
+    field its config class marks operational (``models.base.OPERATIONAL``): the model's
+    (``model.timeout_s``, ``model.max_retries``) or the task's environment's (``wiki.timeout_s``)."""
+    top, _, rest = key.partition(".")
+    name = rest.split(".")[0]
+    if not name:
+        return False
+    if top == "model":
+        return ModelSpec.from_mapping(stored.get("model") or {}).is_operational(name)
+    task = TASKS.get(str((stored.get("task") or {}).get("name")))
+    if task is None or task.env_group != top:
+        return False
+    env = task().env_config(stored.get(top) or {}, str(stored.get("protocol") or "paper"))
+    return env is not None and operational(type(env), name)
+
+
 REQUESTED = "requested"  # in a resolved mapping: what the command asked for, before resolution
+CHOICES = "choices"  # in a composed mapping: the config group files chosen (model=scripted, ...)
 
 
 def override_keys(overrides: Sequence[str]) -> list[str]:
@@ -279,8 +297,7 @@ def _refuse_changes(
     current: Mapping[str, Any], stored: Mapping[str, Any], keys: Sequence[str], allowed: frozenset[str], what: str
 ) -> None:
     for key in keys:
-        top, last = key.split(".")[0], key.split(".")[-1]
-        if top in allowed or last in OPERATIONAL_KEYS:
+        if key.split(".")[0] in allowed or is_operational(key, stored):
             continue
         now, then = _at(current, key), _at(stored, key)
         # the same value as the recorded run's own command asked for is no change either
@@ -299,16 +316,6 @@ def find_run(results_dir: Path, run_id: str) -> Path:
     if len(found) > 1:
         raise ConfigError(f"resume: {len(found)} runs are called {run_id!r}: give one as resume=<run dir>: {found}")
     return found[0]
-
-
-def stored_settings(run_dir: Path) -> dict[str, Any]:
-    from react_bench.rundir import read_run_json
-
-    run = read_run_json(run_dir)
-    composed = run.get("composed")
-    if not isinstance(composed, dict):
-        raise ConfigError(f"{run_dir / 'run.json'} records no settings to resume from (made by an older version)")
-    return {**composed, "example_ids": run.get("example_ids")}
 
 
 def resolve_settings(current: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -332,20 +339,23 @@ def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
             run_dir = find_run(Path(current.get("results_dir") or "results"), str(current["run_id"]))
         else:
             run_dir = Path(str(resume))
-        stored = stored_settings(run_dir)
+        stored = StoredRun.read(run_dir).composed()
         _refuse_changes(current, stored, keys, RUN_KEYS, "resume")
         kept = {k: current[k] for k in RUN_KEYS if k in current}
-        stored.pop("example_ids")
         stored.pop(REQUESTED, None)
-        # operational model settings given on this command line (a longer timeout, say) apply
-        asked = {key.split(".", 1)[1] for key in keys if key.startswith("model.")}
-        model_ops = {k: v for k, v in (current.get("model") or {}).items() if k in asked & OPERATIONAL_KEYS}
-        return {**stored, **kept, "model": {**stored["model"], **model_ops}, "resume": True,
-                "run_id": run_dir.name, "results_dir": str(run_dir.parents[3])}  # fmt: skip
+        # operational settings given on this command line (a longer timeout, say) apply
+        resolved = {**stored, **kept, "resume": True, "run_id": run_dir.name, "run_dir": str(run_dir)}
+        for key in keys:
+            if key.split(".")[0] not in RUN_KEYS and is_operational(key, stored):
+                group, _, name = key.partition(".")
+                resolved[group] = {**(resolved.get(group) or {}), name: _at(current, key)}
+        return resolved
     if isinstance(model, Mapping) and model.get("provider") == "replay" and model.get("cassette"):
-        stored = stored_settings(Path(str(model["cassette"])).parent)
-        _refuse_changes(current, stored, keys, RUN_KEYS | {"model", "wiki"}, "replay")
-        ids = stored.pop("example_ids")
-        kept = {k: current[k] for k in RUN_KEYS | {"model", "wiki"} if k in current}
-        return {**stored, **kept, "ids": ids, "n": None, "offset": 0}
+        recorded = StoredRun.read(Path(str(model["cassette"])).parent)
+        stored = recorded.composed()
+        env_group = TASKS[recorded.task].env_group if recorded.task in TASKS else None
+        replaced = RUN_KEYS | {"model"} | ({env_group} if env_group else set())
+        _refuse_changes(current, stored, keys, replaced, "replay")
+        kept = {k: current[k] for k in replaced if k in current}
+        return {**stored, **kept, "ids": recorded.example_ids, "n": None, "offset": 0}
     return dict(current)

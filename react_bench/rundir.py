@@ -1,4 +1,5 @@
-"""The write side of a run folder: where it is, creating or continuing it, appending lines.
+"""A run folder: where it is, creating or continuing it, appending lines, and reading back what a
+stored run recorded of itself (``StoredRun``: resume and replay start from it).
 
 Layout (``results.py`` reads it back): ``<results_dir>/<task>/<model>/<mode>-<runner>/<run id>/``
 with ``run.json``, ``examples.jsonl``, ``calls.jsonl``, ``metrics.json``.
@@ -24,6 +25,7 @@ import asyncio
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +63,36 @@ def read_run_json(run_dir: Path) -> dict[str, Any]:
     if not isinstance(data, dict) or "fingerprint" not in data:
         raise ConfigError(f"{path} is not a run.json of this project (no fingerprint)")
     return data
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What a run folder says of itself: its run.json. A folder is self-describing wherever it
+    lies: resume and replay read its settings here, never from where it sits in a layout."""
+
+    run_dir: Path
+    data: dict[str, Any]
+
+    @classmethod
+    def read(cls, run_dir: Path) -> StoredRun:
+        return cls(Path(run_dir), read_run_json(Path(run_dir)))
+
+    def composed(self) -> dict[str, Any]:
+        """The settings the run was composed from (a fresh copy: the caller may change it)."""
+        composed = self.data.get("composed")
+        if not isinstance(composed, dict):
+            raise ConfigError(
+                f"{self.run_dir / RUN_JSON} records no settings to resume from (made by an older version)"
+            )
+        return json.loads(json.dumps(composed))
+
+    @property
+    def example_ids(self) -> list[str]:
+        return list(self.data.get("example_ids") or [])
+
+    @property
+    def task(self) -> str:
+        return str(((self.data.get("config") or {}).get("task") or {}).get("name"))
 
 
 DRY_RUN_FILES = frozenset({"dry_run_request.json", "dry_run.json"})

@@ -53,6 +53,7 @@ from benchlib import (
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress
+from react_bench.models import ModelSpec
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
@@ -73,7 +74,7 @@ def run_level(concurrency: int, n: int, latency: float, rpm: float | None, work:
         model = claude_model(server.base_url, max_retries=8, **({"requests_per_minute": rpm} if rpm else {}))
         cfg = RunConfig(
             task=TaskConfig(name="hotpotqa", n=n, split=hotpotqa_split(n)),
-            model=model,
+            model=ModelSpec.from_mapping(model),
             solve=SolveSettings(mode="react", runner="tool_use"),
             results_dir=work / f"c{concurrency}-{latency}",
             concurrency=concurrency,

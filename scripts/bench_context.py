@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from react_bench.context import ContextConfig  # noqa: E402
 from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.loop import LoopConfig  # noqa: E402
+from react_bench.models import ModelSpec
 from react_bench.modes import SolveSettings  # noqa: E402
 from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
@@ -80,7 +81,7 @@ async def measure(remedy: str, caching: bool, n: int, work: Path) -> dict[str, A
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=n),
-            model=claude_model_config(server.base_url, KEY_ENV, MODEL, prompt_caching=caching),
+            model=ModelSpec.from_mapping(claude_model_config(server.base_url, KEY_ENV, MODEL, prompt_caching=caching)),
             solve=SolveSettings(mode="react", context=REMEDIES[remedy], loop=LoopConfig(max_steps=7)),
             results_dir=work / f"{remedy}-{caching}",
             progress=False,
@@ -100,7 +101,7 @@ async def measure(remedy: str, caching: bool, n: int, work: Path) -> dict[str, A
 async def local(remedy: str, n: int, work: Path) -> dict[str, Any]:
     config = RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
-        model={"provider": "local", "name": "smollm2-135m"},
+        model=ModelSpec.from_mapping({"provider": "local", "name": "smollm2-135m"}),
         solve=SolveSettings(mode="react", context=REMEDIES[remedy], parser="robust"),
         results_dir=work / f"local-{remedy}",
         progress=False,

@@ -58,9 +58,9 @@ from benchlib import (
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress, StreamEvent
-from react_bench.models import make_model
+from react_bench.models import ModelSpec, make_client
 from react_bench.models.anthropic import AnthropicClient
-from react_bench.models.base import ModelRequest, innermost
+from react_bench.models.base import ModelRequest
 from react_bench.models.collector import response_to_events
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
@@ -91,7 +91,7 @@ class TimedWalker(WalkingModel):
 def run_config(runner: str, n: int, results: Path, model: dict[str, Any]) -> RunConfig:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=n, split=hotpotqa_split(n)),
-        model=model,
+        model=ModelSpec.from_mapping(model),
         solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
         results_dir=results,
         progress=False,
@@ -102,7 +102,9 @@ def run_config(runner: str, n: int, results: Path, model: dict[str, Any]) -> Run
 
 def in_process(runner: str, episodes: int, plans: dict, work: Path, profile: bool = False) -> dict[str, Any]:
     model = TimedWalker(Walk(STEPS, plans))
-    cfg = run_config(runner, episodes, work / f"{runner}-{episodes}-{profile}", {"provider": "walker"})
+    cfg = run_config(
+        runner, episodes, work / f"{runner}-{episodes}-{profile}", {"provider": "scripted", "label": "walker"}
+    )
     profiler = cProfile.Profile() if profile else None
     wall = time.perf_counter()
     cpu = time.process_time()
@@ -176,8 +178,7 @@ def _claude_run(runner: str, episodes: int, work: Path, latency_s: float) -> dic
 
     with server_process(steps=STEPS, plans=episodes, latency_s=latency_s) as server:
         cfg = run_config(runner, episodes, work, claude_model(server.base_url))
-        model = make_model(cfg.model)
-        client = innermost(model)
+        client = make_client(cfg.model.provider, cfg.model.settings)
         assert isinstance(client, AnthropicClient)
         sent: list[dict[str, Any]] = []
         plan = client.plan
@@ -189,7 +190,7 @@ def _claude_run(runner: str, episodes: int, work: Path, latency_s: float) -> dic
 
         client.plan = recording_plan  # type: ignore[method-assign]
         wall = time.perf_counter()
-        result = asyncio.run(evaluate(cfg, out=io.StringIO(), on_event=on_event, model=model))
+        result = asyncio.run(evaluate(cfg, out=io.StringIO(), on_event=on_event, model=client))
         wall, cpu = time.perf_counter() - wall, marks["last"] - marks["first"]
         run_ended = time.monotonic()
         sdk_ms = asyncio.run(sdk_alone(server.base_url, sent[1 :: max(1, len(sent) // 100)]))

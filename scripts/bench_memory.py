@@ -41,6 +41,7 @@ from benchlib import (
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress
+from react_bench.models import ModelSpec
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
@@ -76,7 +77,7 @@ def measure(n: int, work: Path) -> dict[str, Any]:
     model = WalkingModel(Walk(7, hotpotqa_plans(n)))
     cfg = RunConfig(
         task=TaskConfig(name="hotpotqa", n=n, split=hotpotqa_split(n)),
-        model={"provider": "walker"},
+        model=ModelSpec.from_mapping({"provider": "scripted", "label": "walker"}),
         solve=SolveSettings(mode="react", runner="text"),
         results_dir=work,
         concurrency=8,

@@ -30,6 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.evaluate import evaluate  # noqa: E402
+from react_bench.models import ModelSpec
 from react_bench.models.capabilities import min_cache_tokens  # noqa: E402
 from react_bench.modes import SolveSettings  # noqa: E402
 from react_bench.results import billed_equivalent_input  # noqa: E402
@@ -63,7 +64,7 @@ async def measure(model: str, runner: str, n: int, caching: bool, work: Path) ->
     with MessagesServer(responder=keeps_searching) as server:
         config = RunConfig(
             task=TaskConfig(name="hotpotqa", n=n),
-            model=claude_model_config(server.base_url, KEY_ENV, model, prompt_caching=caching),
+            model=ModelSpec.from_mapping(claude_model_config(server.base_url, KEY_ENV, model, prompt_caching=caching)),
             solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
             results_dir=work / f"{model}-{runner}-{n}-{caching}",
             request_cache="off",  # every request really goes to the server

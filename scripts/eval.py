@@ -31,7 +31,8 @@ from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.evaluate import evaluate, new_run_id, run_dir_for  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
-from react_bench.runconfig import RunConfig, resolve_settings  # noqa: E402
+from react_bench.runconfig import CHOICES, RunConfig, find_run, resolve_settings  # noqa: E402
+from react_bench.rundir import StoredRun  # noqa: E402
 from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError, task_info  # noqa: E402
 
@@ -55,6 +56,27 @@ def sweeping() -> bool:
     return HydraConfig.get().mode == RunMode.MULTIRUN
 
 
+def recorded_choices(argv: list[str]) -> list[str]:
+    """``resume=<run dir>`` (or ``run_id=<id> resume=true``): the recorded run's config group
+    choices (``model=scripted``, ...), put before the command line's own, so that Hydra composes
+    the same group files and ``model.script=...`` / ``model.max_retries=...`` find their keys."""
+    given = dict(arg.split("=", 1) for arg in argv if "=" in arg and not arg.startswith(("+", "~")))
+    resume = given.get("resume")
+    if resume is None or resume.lower() == "false":
+        return []
+    try:
+        if resume.lower() == "true":
+            if "run_id" not in given:
+                return []  # resolve_settings says what is missing
+            run_dir = find_run(Path(given.get("results_dir", "results")), given["run_id"])
+        else:
+            run_dir = Path(resume)
+        choices = StoredRun.read(run_dir).composed().get(CHOICES) or {}
+    except ConfigError:
+        return []  # reported, in one line, once the settings are resolved
+    return [f"{g}={c}" for g, c in choices.items() if g in GROUPS and g not in given and c and g != "experiment"]
+
+
 def check_group_choices(argv: list[str]) -> None:
     """An unknown group option is one line naming the choices (Hydra would print a screenful)."""
     for arg in argv:
@@ -73,13 +95,16 @@ def main(cfg: DictConfig) -> None:
     run_dir = None  # known once the settings are resolved; Ctrl-C may come before
     try:
         composed = OmegaConf.to_container(cfg, resolve=True)
-        settings = resolve_settings(composed, list(HydraConfig.get().overrides.task))  # type: ignore[arg-type]
+        assert isinstance(composed, dict)
+        composed[CHOICES] = {g: HydraConfig.get().runtime.choices.get(g) for g in GROUPS}  # for a later resume
+        asked = [o for o in HydraConfig.get().overrides.task if o not in RECORDED]  # the user's own settings
+        settings = resolve_settings(composed, asked)  # type: ignore[arg-type]
         run_cfg = RunConfig.from_mapping(settings)
         sweep_id = os.environ.get(SWEEP_ENV)  # every job of a sweep shares one run id (react_bench/sweep.py)
         run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id(run_cfg))
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
-        if run_cfg.model.get("provider") == "local":
-            print(LOCAL_NOTE.format(name=run_cfg.model_label), flush=True)
+        if run_cfg.model.provider == "local":
+            print(LOCAL_NOTE.format(name=run_cfg.model.display_label), flush=True)
         result = asyncio.run(evaluate(run_cfg))
     except (ConfigError, DataError, ScriptError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
@@ -115,6 +140,10 @@ def main(cfg: DictConfig) -> None:
         sys.exit(0 if sweeping() else 3)  # a sweep goes on to its next job
 
 
+RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
+
 if __name__ == "__main__":
     check_group_choices(sys.argv[1:])
+    RECORDED[:] = recorded_choices(sys.argv[1:])
+    sys.argv[1:] = RECORDED + sys.argv[1:]
     main()

@@ -83,6 +83,27 @@ def test_every_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, s
         assert snapshot(tmp_path / "results") == before, args  # nothing written, nothing changed
 
 
+def test_a_run_folder_moved_anywhere_resumes_in_place(tmp_path: Path) -> None:
+    """A run folder is self-describing: moved out of the results layout, it resumes where it lies."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" So yes.\nAction 1: Finish[yes]", " So no.\nAction 1: Finish[no]"]))
+    common = ["mode=react", f"results_dir={tmp_path / 'results'}", "model=scripted", f"model.script={script}"]
+    first = eval_py(*common, "n=2", "run_id=moved")
+    assert first.returncode == 0, first.stderr
+    moved = tmp_path / "elsewhere" / "my-run"
+    moved.parent.mkdir()
+    run_dir_of(first.stdout).rename(moved)
+    # one example's line lost (a crash): the resume runs exactly that one again, in the moved folder
+    lines = (moved / "examples.jsonl").read_text().splitlines(keepends=True)
+    (moved / "examples.jsonl").write_text(lines[0])
+    script.write_text(json.dumps([" So no.\nAction 1: Finish[no]"]))
+    again = eval_py(f"resume={moved}", f"model.script={script}")  # model.script: a key of the recorded model=scripted
+    assert again.returncode == 0, again.stderr
+    assert "(1 new example(s)" in again.stdout and run_dir_of(again.stdout) == moved
+    assert [r["prediction"] for r in records(moved)] == ["yes", "no"]
+    assert not any((tmp_path / "results").rglob("run.json"))  # nothing written where the folder used to be
+
+
 def test_ctrl_c_before_the_run_starts_says_nothing_was_written(tmp_path: Path) -> None:
     """An interrupt while the settings are still being read (before the run folder is known)."""
     code = (

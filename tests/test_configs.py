@@ -8,7 +8,8 @@ import pytest
 
 from react_bench.envs.wiki import WikiConfig
 from react_bench.errors import ConfigError
-from react_bench.models import META_KEYS, RETRY_KEYS, typed_config
+from react_bench.models import ModelSpec, typed_config
+from react_bench.models.stack import provider_config_class
 from react_bench.runconfig import RunConfig
 from tests.support import CONFIGS, composed
 
@@ -27,40 +28,22 @@ def test_every_option_of_every_group_composes(group):
             "task": (run.task.name, cfg["task"]["name"]),
             "mode": (run.solve.mode, cfg["mode"]["name"]),
             "runner": (run.solve.runner, cfg["runner"]["name"]),
-            "model": (run.model, cfg["model"]),
+            "model": (run.model, ModelSpec.from_mapping(cfg["model"])),
             "wiki": (run.env.backend, cfg["wiki"]["backend"]),
         }[group]
         assert typed[0] == typed[1], (group, option)
         assert replace(run.env, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)
 
 
-def provider_config_class(provider: str):
-    if provider == "anthropic":
-        from react_bench.models.anthropic import AnthropicConfig
-
-        return AnthropicConfig
-    if provider == "local":
-        from react_bench.models.local import LocalConfig
-
-        return LocalConfig
-    if provider == "openai":
-        from react_bench.models.openai_compat import OpenAIConfig
-
-        return OpenAIConfig
-    return None
-
-
 @pytest.mark.parametrize("option", options("model"))
 def test_every_model_config_has_only_known_keys(option):
-    model = composed(f"model={option}")["model"]
-    cls = provider_config_class(model["provider"])
-    if cls is not None:
-        typed_config(cls, {k: v for k, v in model.items() if k not in META_KEYS + RETRY_KEYS})
+    spec = ModelSpec.from_mapping(composed(f"model={option}")["model"])
+    typed_config(provider_config_class(spec.provider), dict(spec.settings))
 
 
 def test_defaults_are_the_offline_main_job():
     run = RunConfig.from_mapping(composed())
-    assert (run.task.name, run.solve.mode, run.solve.runner, run.model["provider"], run.env.backend) == (
+    assert (run.task.name, run.solve.mode, run.solve.runner, run.model.provider, run.env.backend) == (
         "hotpotqa",
         "react",
         "text",

@@ -70,7 +70,11 @@ async def test_resume_refuses_a_run_with_other_model_settings(tmp_path):
     from react_bench.errors import ConfigError
 
     first = config(tmp_path, [" yes", " no", " maybe"])
-    await evaluate(dataclasses.replace(first, model={**first.model, "seed": 1}), out=io.StringIO())
+    await evaluate(
+        dataclasses.replace(first, model={**first.model.to_mapping(), "name": "scripted-a"}), out=io.StringIO()
+    )
     other = config(tmp_path, [" maybe"], resume=True)
     with pytest.raises(ConfigError, match="fingerprint differs"):
-        await evaluate(dataclasses.replace(other, model={**other.model, "seed": 2}), out=io.StringIO())
+        await evaluate(
+            dataclasses.replace(other, model={**other.model.to_mapping(), "name": "scripted-b"}), out=io.StringIO()
+        )

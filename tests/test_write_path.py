@@ -83,7 +83,7 @@ async def test_a_failed_write_fails_every_example_of_its_batch(tmp_path, monkeyp
 def walker_config(tmp_path: Path, runner: str, n: int, concurrency: int = 1) -> RunConfig:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
-        model={"provider": "walker"},
+        model={"provider": "scripted", "label": "walker"},
         solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
         results_dir=tmp_path,
         concurrency=concurrency,

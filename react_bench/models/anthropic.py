@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, assert_never, get_args
 
 import anthropic
@@ -64,7 +64,7 @@ from react_bench.events import (
     ThinkingDelta,
     ToolInputDelta,
 )
-from react_bench.models.base import ModelError, ModelRequest, ThinkingConfig, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelError, ModelRequest, ThinkingConfig, adapt_request
 from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.collector import collect, response_to_events
 from react_bench.models.stopping import StreamStops
@@ -85,7 +85,7 @@ class AnthropicConfig:
     name: str  # the model id, as in the SDK's types/model.py
     api_key_env: str = "ANTHROPIC_API_KEY"  # the NAME of the variable holding the key
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else api.anthropic.com
-    timeout_s: float = 600.0
+    timeout_s: float = field(default=600.0, metadata=OPERATIONAL)
     prompt_caching: bool = True
     allow_unknown_model: bool = False  # unknown ids get the strictest rules instead of an error
 

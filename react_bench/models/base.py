@@ -19,6 +19,18 @@ from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
 from react_bench.types import Message, ModelResponse
 
+# Dataclass field metadata of a setting that may change when a run is resumed or replayed: it
+# cannot change an answer (a timeout, a thread count, a retry budget). Config classes mark them.
+OPERATIONAL: dict[str, Any] = {"operational": True}
+
+
+def operational(cls: type, name: str) -> bool:
+    """Whether field ``name`` of the config dataclass ``cls`` is marked operational."""
+    import dataclasses
+
+    found = {f.name: f for f in dataclasses.fields(cls)}.get(name)
+    return found is not None and bool(found.metadata.get("operational"))
+
 
 class ModelError(Exception):
     """A provider or model failure that ends one episode (not a bug in our code).
@@ -107,6 +119,20 @@ class ModelClient(Protocol):
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]: ...
 
 
+@runtime_checkable
+class BatchClient(Protocol):
+    """A provider that also takes requests in batches (Anthropic's Message Batches API), at half
+    price: ``batch.py`` drives it. ``plan`` is the request's wire form (and its client-side stops)."""
+
+    def plan(self, request: ModelRequest) -> Any: ...
+
+    async def batch_create(self, items: list[tuple[str, ModelRequest]]) -> str: ...
+
+    async def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]: ...
+
+    async def batch_results(self, batch_id: str, stops: dict[str, tuple[str, ...]]) -> dict[str, Any]: ...
+
+
 class ModelLayer:
     """What every model layer (retries, rate limits, the request cache, recording) shares: it
     wraps ``inner`` (a ``ModelClient``) and passes everything but the call through. A layer
@@ -140,13 +166,6 @@ class ModelLayer:
             await close()
 
 
-def innermost(model: object) -> object:
-    """The client under every model layer (the provider's own)."""
-    while hasattr(model, "inner"):
-        model = model.inner
-    return model
-
-
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:
     """Drop what the model rejects; return the request to send and what was not applied."""
     dropped: list[str] = []
@@ -171,13 +190,12 @@ def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[Model
 async def stream_response(client: ModelClient, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
     """One call: its ``StreamEvent``s as they come, then the whole ``ModelResponse``, last.
 
-    The response is assembled once per call however many layers it passes: a layer (or a
-    client) with a ``stream_response`` method hands on the response it already holds (the
-    retry layer assembles it, the request cache reads it, the recorder records it); only a
-    bare client's events are assembled here, with the pure collector."""
-    own = getattr(client, "stream_response", None)
-    if own is not None:
-        async for item in own(request):
+    The response is assembled once per call however many layers it passes: a ``ModelLayer``
+    hands on the response it already holds (the retry layer assembles it, the request cache
+    reads it, the recorder records it); only a provider client's events (its ``stream``) are
+    assembled here, with the pure collector."""
+    if isinstance(client, ModelLayer):
+        async for item in client.stream_response(request):
             yield item
         return
     from react_bench.models.collector import ResponseCollector

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, innermost, stream_response
+from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, stream_response
 from react_bench.models.collector import response_to_events
 from react_bench.models.counting import count, served_from_cache
 from react_bench.types import ModelResponse, response_from_dict, response_to_dict
@@ -66,9 +66,10 @@ class CachedModel(ModelLayer):
     inner: ModelClient
     directory: Path = field(default_factory=default_request_cache_dir)
     mode: CacheMode = "on"
+    client: object = None  # the provider's client, whose settings are part of the key (None: ``inner``)
 
     def path(self, request: ModelRequest) -> Path:
-        key = request_key(innermost(self.inner), self.inner.name, request)
+        key = request_key(self.client if self.client is not None else self.inner, self.inner.name, request)
         return self.directory / key[:2] / f"{key}.json"
 
     async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:

@@ -50,12 +50,12 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from react_bench.errors import ConfigError
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, adapt_request
 from react_bench.models.local_chat import TOOL_CLOSE, TOOL_OPEN, ChatPrompt, parse_tool_call, render_chat
 from react_bench.models.local_files import resolve_model_path
 from react_bench.models.stopping import RAW_EXTRA_STOPS, StopScanner
@@ -81,8 +81,8 @@ class LocalConfig:
     name: str = "smollm2-135m"  # smollm2-135m | gemma3-270m | any label when `path` is set
     path: str | None = None  # a GGUF file; overrides the named model's file
     n_ctx: int = 8192
-    n_threads: int | None = None  # generation; None: all cores
-    n_threads_batch: int | None = None  # prompt evaluation; None: all cores
+    n_threads: int | None = field(default=None, metadata=OPERATIONAL)  # generation; None: all cores
+    n_threads_batch: int | None = field(default=None, metadata=OPERATIONAL)  # prompt evaluation; None: all cores
     flash_attn: bool = True
     chat_format: str | None = None  # None: the GGUF's own template (plain transcript if none); "plain"
     kv_reuse: bool = True

@@ -30,7 +30,7 @@ from typing import Any, assert_never
 
 from react_bench.errors import ConfigError
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
 from react_bench.models.stopping import StopScanner
 from react_bench.types import (
     Message,
@@ -59,7 +59,7 @@ class OpenAIConfig:
     max_stop_sequences: int = 4
     stream_usage: bool = True
     seed: int = 0
-    timeout_s: float = 120.0
+    timeout_s: float = field(default=120.0, metadata=OPERATIONAL)
 
 
 class OpenAICompatClient:

@@ -150,6 +150,13 @@ def _block_response(blocks: list[dict[str, Any]]) -> ModelResponse:
 
 
 @dataclass
+class ReplayConfig:
+    """``model=replay``: the cassette of the run to replay."""
+
+    cassette: str | None = None
+
+
+@dataclass
 class ReplayModel:
     """Serves recorded responses per example, in call order; ``capabilities`` of the original."""
 

@@ -10,10 +10,10 @@ were left unused; asking past the end of the script fails too. Both are test fai
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelRequest, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelRequest, adapt_request
 from react_bench.models.collector import response_to_events
 from react_bench.models.stopping import cut_at_stop
 from react_bench.types import ModelResponse, StopReason, TextBlock, Usage
@@ -23,6 +23,14 @@ ScriptStep = str | ModelResponse | BaseException
 
 class ScriptError(AssertionError):
     """The script and the test disagree (too few or too many steps)."""
+
+
+@dataclass(frozen=True)
+class ScriptedConfig:
+    """``model=scripted``: a JSON file of completion texts (a test tool; a resumed run may take a new one)."""
+
+    script: str | None = field(default=None, metadata=OPERATIONAL)
+    name: str = "scripted"
 
 
 @dataclass

@@ -38,7 +38,6 @@ from react_bench.runners.parsing import ParserName, extract_answer, parse_act
 from react_bench.types import Message, ToolResultBlock, Usage
 
 
-
 def base_parts(prompt: PromptSpec, opening: str) -> list[str]:
     """The prompt before any step: instruction and exemplars (the same for every example of a
     run, so a prompt cache shares them), then the example's opening."""
