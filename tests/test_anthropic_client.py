@@ -282,7 +282,7 @@ async def test_sampling_dropped_and_recorded_for_models_without_it(
     request = ask(temperature=0.0, top_p=0.9)
     assert opus.plan(request).not_applied == ("temperature=0.0", "top_p=0.9")
     await generate(opus, request)
-    assert opus.last_not_applied == ("temperature=0.0", "top_p=0.9")
+    assert opus.not_applied(request) == ("temperature=0.0", "top_p=0.9")
     sent = server.requests[0].body
     assert "temperature" not in sent and "top_p" not in sent
     # had it been sent, the server (like the API) would have refused the request
@@ -292,7 +292,7 @@ async def test_sampling_dropped_and_recorded_for_models_without_it(
     sonnet = make("claude-sonnet-4-6")  # still takes sampling parameters: through extra_body
     await generate(sonnet, request)
     assert (server.requests[-1].body["temperature"], server.requests[-1].body["top_p"]) == (0.0, 0.9)
-    assert sonnet.last_not_applied == ()
+    assert sonnet.not_applied(request) == ()
 
 
 def post_raw(server: MessagesServer, body: dict[str, object]) -> tuple[int, dict[str, object]]:
@@ -312,15 +312,19 @@ async def test_other_rejected_settings_are_left_out_and_named(
     server: MessagesServer, make: Callable[..., AnthropicClient]
 ) -> None:
     server.responder = lambda _: Reply((ToolUseBlock("", "search", {"entity": "x"}),))
-    opus47 = make("claude-opus-4-7")
-    await generate(opus47, ask(thinking=ThinkingConfig("enabled", budget_tokens=2048)))
-    assert opus47.last_not_applied == ("thinking=enabled",) and "thinking" not in server.requests[-1].body
-    opus55 = make("claude-opus-5-5")
-    await generate(opus55, ask(tools=(SEARCH,), tool_choice="any"))
-    assert opus55.last_not_applied == ("tool_choice=any (this model rejects forced tool use)",)
-    sonnet46 = make("claude-sonnet-4-6")
-    await generate(sonnet46, ask(temperature=0.0, thinking=ThinkingConfig("adaptive")))
-    assert sonnet46.last_not_applied == ("temperature=0.0 (thinking is on)",)
+    opus47, budgeted = make("claude-opus-4-7"), ask(thinking=ThinkingConfig("enabled", budget_tokens=2048))
+    await generate(opus47, budgeted)
+    assert opus47.not_applied(budgeted) == ("thinking=enabled",) and "thinking" not in server.requests[-1].body
+    opus55, forced = make("claude-opus-5-5"), ask(tools=(SEARCH,), tool_choice="any")
+    await generate(opus55, forced)
+    assert opus55.not_applied(forced) == ("tool_choice=any (this model rejects forced tool use)",)
+    assert server.requests[-1].body.get("tool_choice") != {"type": "any"}
+    sonnet46, hot = make("claude-sonnet-4-6"), ask(temperature=0.0, thinking=ThinkingConfig("adaptive"))
+    await generate(sonnet46, hot)
+    assert (
+        sonnet46.not_applied(hot) == ("temperature=0.0 (thinking is on)",)
+        and "temperature" not in server.requests[-1].body
+    )
     server.responder = None
 
 
@@ -328,12 +332,12 @@ async def test_whitespace_stop_is_cut_client_side(server: MessagesServer, make: 
     server.enqueue(
         Reply((TextBlock(" I need to search Hamlet.\nAction 1: Search[Hamlet]"), ToolUseBlock("", "search", {})))
     )
-    client = make("claude-haiku-4-5")
-    response = await generate(client, ask(stop=("\nObservation 1:", "\n")))
+    client, stopped = make("claude-haiku-4-5"), ask(stop=("\nObservation 1:", "\n"))
+    response = await generate(client, stopped)
     assert server.requests[0].body["stop_sequences"] == ["\nObservation 1:"]  # the API rejects "\n"
     assert response.content == (TextBlock(" I need to search Hamlet."),)
     assert (response.stop_reason, response.stop_sequence) == (StopReason.STOP_SEQUENCE, "\n")
-    assert response.usage.output_tokens > 0 and client.last_not_applied == ()
+    assert response.usage.output_tokens > 0 and client.not_applied(stopped) == ()
 
 
 async def test_prefill_rules(server: MessagesServer, make: Callable[..., AnthropicClient]) -> None:
@@ -341,10 +345,10 @@ async def test_prefill_rules(server: MessagesServer, make: Callable[..., Anthrop
         await generate(make("claude-sonnet-4-6"), ask(Message.user("q"), Message.assistant("Thought 1:")))
     assert server.requests == []
     server.enqueue(Reply.text("I should search."))
-    haiku = make("claude-haiku-4-5")
-    await generate(haiku, ask(Message.user("q"), Message.assistant("Thought 1: ")))
+    haiku, prefilled = make("claude-haiku-4-5"), ask(Message.user("q"), Message.assistant("Thought 1: "))
+    await generate(haiku, prefilled)
     assert server.requests[0].body["messages"][-1]["content"][0]["text"] == "Thought 1:"
-    assert haiku.last_not_applied == ("prefill trailing whitespace (stripped)",)
+    assert haiku.not_applied(prefilled) == ("prefill trailing whitespace (stripped)",)
 
 
 async def test_recorded_stream_through_the_client_then_sent_back(

@@ -8,9 +8,9 @@ no SDK type leaves this module.
 Decisions a next engineer needs:
 - What is sent is decided by ``plan(request)``, a pure function of the request and the
   per-model table in ``models.capabilities`` (DESIGN 6b). A setting the model rejects is
-  left out and named in ``RequestPlan.not_applied`` (also kept as ``last_not_applied``;
-  under concurrency call ``plan`` yourself): sampling parameters on Opus 4.7+, a thinking
-  mode the model lacks, ``temperature`` other than 1 or ``top_p`` under 0.95 with thinking
+  left out and named in ``RequestPlan.not_applied`` (``not_applied(request)`` asks it of a
+  request and keeps no state per call, so it is safe under concurrency): sampling parameters
+  on Opus 4.7+, a thinking mode the model lacks, ``temperature`` other than 1 or ``top_p`` under 0.95 with thinking
   on, forced ``tool_choice`` where the model or thinking forbids it, thinking together with
   a prefill. A trailing-whitespace prefill is stripped (old models reject it); a prefill on
   a model without prefill is a ConfigError before any request (dropping it would change
@@ -118,7 +118,6 @@ class AnthropicClient:
             max_retries=0,
             timeout=config.timeout_s,
         )
-        self.last_not_applied: tuple[str, ...] = ()
         self._wire_cache = WireCache()
 
     async def aclose(self) -> None:
@@ -222,7 +221,6 @@ class AnthropicClient:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         plan = self.plan(request)
-        self.last_not_applied = plan.not_applied
         mapper = StreamMapper()
         cutter = StreamStops(plan.client_stops) if plan.client_stops else None
         try:
