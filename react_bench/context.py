@@ -165,16 +165,19 @@ class ContextView:
     def window_chars(self) -> int | None:
         return self.config.window_chars if self.config.name == "window" else None
 
+    @property
+    def adds_actions(self) -> bool:
+        """Whether the remedy wraps the environment (``subagent``: the ``research`` action)."""
+        return self.config.name == "subagent"
+
     async def view(
         self, model: ModelClient, history: Sequence[Message], render: Callable[[Sequence[Message]], str]
     ) -> View:
         match self.config.name:
-            case "full" | "subagent":
+            case "full" | "subagent" | "window":  # window: the policy fits what it sends (``fit_steps``)
                 return View(list(history))
             case "truncate":
                 return View(truncate(history, self.config.keep_last))
-            case "window":
-                return View(window(history, self.config.window_chars, render))
             case "compact":
                 assert self._compactor is not None
                 calls = self._compactor.calls
@@ -185,13 +188,15 @@ class ContextView:
             case _ as never:
                 assert_never(never)
 
-
-def window(history: Sequence[Message], chars: int, render: Callable[[Sequence[Message]], str]) -> list[Message]:
-    """The newest whole steps whose rendered text fits in ``chars`` (at least the last step)."""
-    kept = list(history)
-    while len(kept) > 2 and len(render(kept)) > chars:
-        kept = kept[2:]
-    return kept
+    def fit_steps(self, history: Sequence[Message], render: Callable[[Sequence[Message]], str]) -> list[Message]:
+        """``window`` for a conversation (the tool-use runner): the newest whole steps whose
+        rendered text fits in ``window_chars`` (at least the last step); else the history as is.
+        (The text runner cuts its prompt's characters instead, as WebShop's notebook did.)"""
+        kept = list(history)
+        if self.window_chars is not None:
+            while len(kept) > 2 and len(render(kept)) > self.window_chars:
+                kept = kept[2:]
+        return kept
 
 
 RESEARCH_ACTION = "research"

@@ -287,9 +287,9 @@ class Solver:
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
         prompt = self.prompts[prompt_key(style, s.runner)].for_example(example)
-        if s.context.name == "subagent":  # the instruction names the extra action
-            prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))
         view = ContextView(s.context)
+        if view.adds_actions:  # the instruction names the extra action
+            prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))
         if s.runner == "text":
             return TextPolicy(self.model, prompt, first, self.text_format, actions, style, s.parser, self._sampling(),
                               context=view)  # fmt: skip
@@ -343,7 +343,7 @@ class Solver:
     async def _agent(self, example: Example, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
         env: Environment = self._new_env()
         subagent = None
-        if self.settings.context.name == "subagent":
+        if ContextView(self.settings.context).adds_actions:
             env = subagent = SubagentEnv(env, self._inner_agent)
         try:
             first = await env.reset(example)

@@ -18,7 +18,7 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
 
 
-@pytest.mark.parametrize("group", ["task", "mode", "runner", "model", "wiki"])
+@pytest.mark.parametrize("group", ["task", "mode", "runner", "model", "wiki", "context"])
 def test_every_option_of_every_group_composes(group):
     assert options(group), f"configs/{group}/ is empty"
     for option in options(group):
@@ -30,6 +30,7 @@ def test_every_option_of_every_group_composes(group):
             "runner": (run.solve.runner, cfg["runner"]["name"]),
             "model": (run.model, ModelSpec.from_mapping(cfg["model"])),
             "wiki": (run.env.backend, cfg["wiki"]["backend"]),
+            "context": (run.solve.context.name, cfg["context"]["name"]),
         }[group]
         assert typed[0] == typed[1], (group, option)
         assert replace(run.env, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)

@@ -187,3 +187,33 @@ def test_compare_puts_runs_that_differ_only_in_context_side_by_side(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = [line for line in (out / "context.md").read_text().splitlines() if line.startswith("| hotpotqa")]
     assert [row.split("|")[5].strip() for row in rows] == ["full", "truncate"]
+
+
+async def test_window_keeps_the_last_characters_of_the_trajectory_as_the_webshop_notebook_did(scripted, wiki):
+    """The text runner's prompt: exemplars whole, then the trajectory's last ``window - len(head)``
+    characters (cut mid-text), the suffix included; the stored history stays complete."""
+    full_model, window_model = scripted(text_script()), scripted(text_script())
+    full = await solver(full_model, wiki, "text", ContextConfig()).solve("How long is the Beta River?")
+    window = 160
+    cut = await solver(window_model, wiki, "text", ContextConfig(name="window", window_chars=window)).solve(
+        "How long is the Beta River?"
+    )
+    assert full.prediction == cut.prediction == "12 km"
+    assert cut.episodes[0]["history"] == full.episodes[0]["history"]  # what is stored is never cut
+    head = "<instruction react>\n<exemplars react>\n"
+    for whole, sent in zip(full_model.requests, window_model.requests, strict=True):
+        assert whole.prompt.startswith(head)
+        expected = head + whole.prompt[len(head) :][-(window - len(head)) :]
+        assert sent.prompt == expected and len(sent.prompt) <= window
+    assert len(full_model.requests[-1].prompt) > window  # the last prompts were really cut
+
+
+async def test_window_keeps_the_newest_whole_steps_for_the_tool_use_runner(scripted, wiki):
+    model = scripted(tool_script())
+    outcome = await solver(model, wiki, "tool_use", ContextConfig(name="window", window_chars=300)).solve("Q?")
+    assert outcome.prediction == "12 km"
+    last = model.requests[-1]
+    results = [b for m in last.messages for b in m.content if isinstance(b, ToolResultBlock)]
+    assert 1 <= len(results) < len(SEARCHES)  # old steps dropped whole: every result kept is paired with its call
+    calls = {b.id for m in last.messages for b in m.content if isinstance(b, ToolUseBlock)}
+    assert {r.tool_use_id for r in results} <= calls

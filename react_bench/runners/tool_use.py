@@ -92,7 +92,8 @@ class ToolUsePolicy:
         self, history: Sequence[Message], step: int, notice: str | None = None
     ) -> AsyncIterator[AgentEvent | Decision]:
         view = await viewed(self.context, self.model, history, _transcript, self.stats)
-        async for item in self._turn(self._request(view.history, notice, view.summary_text), step):
+        sent = self.context.fit_steps(view.history, _transcript)
+        async for item in self._turn(self._request(sent, notice, view.summary_text), step):
             if isinstance(item, Decision) and view.spent.total_input_tokens:
                 item = replace(item, usage=item.usage + view.spent)
             yield item
