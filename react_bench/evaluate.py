@@ -139,12 +139,12 @@ class Run:
     @classmethod
     def prepare(cls, cfg: RunConfig, out: TextIO = sys.stdout, model: ModelClient | None = None) -> Run:
         task = load_task(cfg.task.name)
-        examples = task.examples(cfg.task)
+        env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
+        examples = task.examples(cfg.task, env)
         if task.coverage is not None and task.coverage.found < task.coverage.requested:
             print(f"coverage: {task.coverage.summary()}", file=out)
         stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
         prompts = build_prompts(cfg, task)
-        env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
         env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
         solver = Solver(cfg.solve, stack.top, prompts, env_factory, task.text_format())
         not_applied = not_applied_settings(stack.top, solver)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +170,23 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> So
         thinking=ThinkingConfig(**thinking) if thinking else None,
         tool_max_tokens=_int(runner, "max_tokens", 1024),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
-        context=_context(cfg.get("context") or {}),
+        context=_task_context(_context(cfg.get("context") or {}), protocol, info),
     )
+
+
+def _task_context(context: ContextConfig, protocol: str, info: TaskInfo) -> ContextConfig:
+    """A task whose paper protocol has its own context remedy (WebShop's notebook: ``window``)
+    gets it under ``protocol=paper`` in place of the default ``full``; another remedy needs
+    ``protocol=custom``."""
+    fixed = info.protocol.get("context")
+    if protocol != "paper" or fixed is None or context.name == fixed:
+        return context
+    if context.name != "full":
+        raise ConfigError(
+            f"protocol=paper fixes context={fixed} for task={info.name}; you asked for context={context.name}. "
+            "Add protocol=custom to run outside the paper's protocol."
+        )
+    return replace(context, name=fixed)
 
 
 def _context(values: Mapping[str, Any]) -> ContextConfig:
@@ -235,7 +250,10 @@ def _section(cfg: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 
 
 def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> dict[str, Any]:
-    base = {**(PAPER if protocol == "paper" else CUSTOM_DEFAULTS), **info.protocol}
+    base = {
+        **(PAPER if protocol == "paper" else CUSTOM_DEFAULTS),
+        **{k: v for k, v in info.protocol.items() if k in PAPER},
+    }
     mode = cfg.get("mode") or {}
     chosen = dict(base)
     for key in base:

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from react_bench.envs.webshop import WebShopConfig
 from react_bench.envs.wiki import WikiConfig
 from react_bench.errors import ConfigError
 from react_bench.models import ModelSpec, typed_config
@@ -29,9 +30,14 @@ def test_every_option_of_every_group_composes(group):
             "mode": (run.solve.mode, cfg["mode"]["name"]),
             "runner": (run.solve.runner, cfg["runner"]["name"]),
             "model": (run.model, ModelSpec.from_mapping(cfg["model"])),
-            "wiki": (run.env.backend, cfg["wiki"]["backend"]),
+            "wiki": (getattr(run.env, "backend", None), cfg["wiki"]["backend"]),
             "context": (run.solve.context.name, cfg["context"]["name"]),
         }[group]
+        if group == "task" and option == "webshop":  # its environment is the webshop section, not the wiki
+            assert run.env == WebShopConfig.from_mapping(cfg["webshop"])
+            continue
+        if group == "context" and run.task.name == "webshop":
+            continue
         assert typed[0] == typed[1], (group, option)
         assert replace(run.env, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)
 

@@ -87,7 +87,7 @@ class KVTask:
         self.coverage: Coverage | None = None
         self.factory = Factory(KVEnv)
 
-    def examples(self, config: TaskConfig) -> list[Example]:
+    def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
         example = Example("kv-1", "Start at key alpha and follow the values: which number is at the end?", "42",
                           {"hops": 3})  # fmt: skip
         chosen, self.coverage = select(Pool.of("kvworld", [example]), config)
@@ -170,7 +170,7 @@ class DoorTask(KVTask):
         super().__init__()
         self.factory = Factory(DoorEnv)
 
-    def examples(self, config: TaskConfig) -> list[Example]:
+    def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
         chosen, self.coverage = select(Pool.of("doorworld", [Example("door-1", "open the door.", "")]), config)
         return chosen
 

@@ -27,12 +27,14 @@ from react_bench.tasks.data import DataUnavailableError, resolve_data_dir
 from react_bench.tasks.fever import FEVER_EXEMPLAR_IDS_FILE, FeverTask
 from react_bench.tasks.hotpotqa import HotpotQATask
 from react_bench.tasks.synthwiki import SynthWikiClaimsTask, SynthWikiTask
+from react_bench.tasks.webshop import WebShopTask
 
 TASKS: dict[str, TaskClass] = {
     "hotpotqa": HotpotQATask,
     "fever": FeverTask,
     "synthwiki": SynthWikiTask,
     "synthwiki_claims": SynthWikiClaimsTask,
+    "webshop": WebShopTask,
 }
 
 

@@ -166,7 +166,7 @@ class FeverTask(WikiTask):
         self.coverage = coverage
         return examples, coverage
 
-    def examples(self, config: TaskConfig) -> list[Example]:
+    def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
         return self.select(config)[0]
 
     def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:

@@ -35,7 +35,7 @@ class SynthWikiTask(WikiTask):
 
         return ensure_world(config.seed, config.size)
 
-    def examples(self, config: TaskConfig) -> list[Example]:
+    def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
         from react_bench.synthwiki import read_questions
 
         if config.split == "paper500":

@@ -1,0 +1,66 @@
+"""WebShop (Yao et al., 2022): shopping for a goal on a web shop, the paper's fourth benchmark.
+
+- ``env.py``: the client (``WebShopEnv``), acting as the paper's notebook did, over any server
+  that speaks WebShop's HTTP interface; ``render.py``: a page as the notebook read it.
+- ``catalog.py`` / ``reward.py``: the generated catalog and goals, and the reward formula, that
+  the project's own server (``testing/webshop_server.py``) serves offline.
+
+``WebShopConfig`` is the ``webshop`` section of ``configs/eval.yaml``: ``url`` (a WebShop server,
+e.g. ``http://localhost:3000``; ``null``: the project's own, started in process on a free port
+for the run), ``seed`` / ``products`` / ``goals`` (the generated catalog), ``timeout_s`` (per page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from react_bench.errors import ConfigError
+from react_bench.models.base import OPERATIONAL
+from react_bench.runners.formats import LineFormat
+
+__all__ = ["WebShopConfig", "start_server", "webshop_format"]
+
+
+@dataclass(frozen=True)
+class WebShopConfig:
+    url: str | None = None
+    seed: int = 0
+    products: int = 2000
+    goals: int = 500
+    timeout_s: float = field(default=30.0, metadata=OPERATIONAL)
+
+    def __post_init__(self) -> None:
+        if self.products < 1 or self.goals < 1:
+            raise ConfigError(
+                f"webshop.products and webshop.goals must be at least 1, got {self.products}, {self.goals}"
+            )
+        if self.timeout_s <= 0:
+            raise ConfigError(f"webshop.timeout_s={self.timeout_s}: must be more than 0")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> WebShopConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown webshop settings {unknown}; known: {sorted(known)}")
+        return cls(**dict(values))
+
+
+def start_server(config: WebShopConfig) -> Any:
+    """The project's own WebShop server over the generated catalog, running (stop it when done)."""
+    from react_bench.envs.webshop.catalog import Catalog
+    from react_bench.testing.webshop_server import WebShopServer
+
+    return WebShopServer(Catalog.generate(config.seed, config.products, config.goals)).start()
+
+
+def webshop_format() -> LineFormat:
+    """The notebook's prompt: the instruction page, then ``Action: {action}\\nObservation: {text}``
+    per step with a blank line after each, the prompt ending in ``Action:``; stop ``\\n``; the
+    completion keeps all but its leading spaces (the notebook's ``lstrip(' ')``)."""
+    from react_bench.envs.webshop.env import webshop_action
+
+    return LineFormat(webshop_action, "Action:", "{observation}\n\n", observation_label="Observation: ",
+                      step_gap="\n", strip="leading_spaces")  # fmt: skip

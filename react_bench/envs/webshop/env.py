@@ -1,0 +1,205 @@
+"""WebShop as an environment: an HTTP client of a WebShop server, acting as the paper's notebook did.
+
+One ``WebShopEnv`` per episode (a session, ``fixed_i``); the server (WebShop itself at
+``webshop.url``, or the project's own, ``testing/webshop_server.py``) holds the products and
+scores the purchase. The episode's state is the notebook's ``webshopEnv`` state: the page type
+(``init``, ``search``, ``item``, ``item_sub``, ``end``), the query, the page number, the ASIN,
+the options chosen, the sub-page, and what the last page offered (its ASINs, its options).
+
+Actions (the notebook's): ``search[query]`` from the instruction page; ``click[button]``: a
+result's ASIN on a results page, an option value on an item page (``You have clicked {value}.``),
+``Description`` / ``Features`` / ``Reviews`` / ``Attributes`` on an item page, ``< Prev``
+(item page -> results, options cleared; sub-page -> item), ``Back to Search`` (-> the instruction
+page), ``Buy Now`` (the episode ends; the reward is read from the done page); ``think[...]`` is
+answered ``OK.``. Anything else, or an action the page does not offer, is ``Invalid action!``
+(an ``is_error`` observation). As in the notebook, ``Next >`` and ``< Prev`` on a results page are
+invalid (it allowed only the first page of results). One deliberate difference: a click the page
+does not offer on the instruction page or a sub-page is ``Invalid action!`` (the notebook showed
+the page again).
+
+A server that cannot be reached, or answers with an error status, ends the example with reason
+``error`` (``EpisodeAbort``; re-run it with ``retry_errors=true``); a page that cannot be read is
+an ``is_error`` observation and the episode goes on. HTTP calls run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx2
+
+from react_bench.environment import UNPARSED, Action, EpisodeAbort, Example, Observation, string_action
+from react_bench.envs.webshop.render import Page, render
+from react_bench.models.base import ToolSpec
+
+INVALID = "Invalid action!"
+SUB_PAGES = ("Description", "Features", "Reviews", "Attributes")
+WEBSHOP_ACTIONS: tuple[ToolSpec, ...] = (
+    string_action("search", "Search the shop (only from the instruction page).", "query", "The search words."),
+    string_action(
+        "click",
+        "Click a button the page shows in [brackets]: a result's ASIN, an option value, Description, Features, "
+        "Reviews, < Prev, Back to Search, or Buy Now (which ends the task).",
+        "button",
+        "The button's text, exactly as shown between the brackets.",
+    ),
+)
+
+
+def webshop_action(text: str, actions: Sequence[ToolSpec] = WEBSHOP_ACTIONS) -> Action:
+    """The notebook's grammar: ``search[...]``, ``click[...]``, ``think[...]``, as written."""
+    for name, param in (("search", "query"), ("click", "button"), ("think", "thought")):
+        if text.startswith(f"{name}[") and text.endswith("]"):
+            return Action(name, {param: text[len(name) + 1 : -1]}, text)
+    return Action(UNPARSED, {}, text)
+
+
+@dataclass
+class Session:
+    page_type: str = "init"
+    query: str = ""
+    page_num: int = 1
+    asin: str = ""
+    options: dict[str, str] = field(default_factory=dict)
+    subpage: str = ""
+    asins: list[str] = field(default_factory=list)
+    option_groups: dict[str, str] = field(default_factory=dict)  # value -> group, of the last item page
+
+
+class WebShopEnv:
+    def __init__(self, url: str, client: httpx2.Client):
+        self.url = url.rstrip("/")
+        self.client = client
+        self.session_id = ""
+        self.state = Session()
+        self._lock = asyncio.Lock()
+
+    def actions(self) -> tuple[ToolSpec, ...]:
+        return WEBSHOP_ACTIONS
+
+    async def reset(self, example: Example) -> Observation:
+        self.session_id, self.state = example.id, Session()
+        page = await self._show()
+        return Observation(page.text) if page is not None else Observation("The instruction page could not be read.",
+                                                                           is_error=True)  # fmt: skip
+
+    async def step(self, action: Action) -> Observation:
+        async with self._lock:  # one page at a time, in the order the calls came
+            if self.state.page_type == "end":
+                return Observation(INVALID, is_error=True)
+            if action.name == "think":
+                return Observation("OK.")
+            value = next(iter(action.arguments.values()), None) if action.arguments else None
+            if action.name not in ("search", "click") or not isinstance(value, str):
+                return Observation(INVALID, is_error=True)
+            return await (self._search(value) if action.name == "search" else self._click(value))
+
+    async def _search(self, query: str) -> Observation:
+        if self.state.page_type != "init":
+            return Observation(INVALID, is_error=True)
+        self.state = Session(page_type="search", query=query)
+        return await self._observe()
+
+    async def _click(self, button: str) -> Observation:
+        s = self.state
+        match (s.page_type, button):
+            case ("item", "Buy Now"):
+                s.page_type = "end"
+                page = await self._show()
+                if page is None or page.reward is None:
+                    return Observation("The purchase page could not be read.", is_error=True, done=True)
+                return Observation(page.text, done=True, reward=page.reward)
+            case ("search" | "item" | "item_sub", "Back to Search"):
+                self.state = Session()
+            case ("item_sub", "< Prev"):
+                s.page_type = "item"
+            case ("item", "< Prev"):
+                s.page_type, s.options = "search", {}
+            case ("item", sub) if sub in SUB_PAGES:
+                s.page_type, s.subpage = "item_sub", sub
+            case ("search", asin) if asin in s.asins:
+                s.page_type, s.asin, s.options = "item", asin, {}
+            case ("item", value) if value in s.option_groups:
+                s.options[s.option_groups[value]] = value
+                page = await self._show()
+                return Observation(f"You have clicked {value}.", is_error=page is None)
+            case _:
+                return Observation(INVALID, is_error=True)
+        return await self._observe()
+
+    async def _observe(self) -> Observation:
+        page = await self._show()
+        if page is None:
+            return Observation("The page could not be read.", is_error=True)
+        return Observation(page.text)
+
+    def _path(self) -> str:
+        s, q = self.state, (lambda text: quote(text, safe=""))
+        session, options = q(self.session_id), repr(s.options)
+        match s.page_type:
+            case "init":
+                return f"/{session}"
+            case "search":
+                return f"/search_results/{session}/{q(s.query)}/{s.page_num}"
+            case "item":
+                return f"/item_page/{session}/{q(s.asin)}/{q(s.query)}/{s.page_num}/{q(options)}"
+            case "item_sub":
+                return f"/item_sub_page/{session}/{q(s.asin)}/{q(s.query)}/{s.page_num}/{q(s.subpage)}/{q(options)}"
+            case _:
+                return f"/done/{session}/{q(s.asin)}/{q(options)}"
+
+    async def _show(self) -> Page | None:
+        """Fetch and render the current page; record what it offers. None: the page is unreadable."""
+        path = self._path()
+        html = await asyncio.to_thread(self._get, path)
+        try:
+            page = render(html, self.url + _unquoted(path), first_page=self.state.page_type == "init")
+        except (ValueError, TypeError, AttributeError):
+            return None
+        if page.asins:
+            self.state.asins = page.asins
+        if page.options:
+            self.state.option_groups = page.options
+        return page
+
+    def _get(self, path: str) -> str:
+        try:
+            response = self.client.get(self.url + path)
+        except httpx2.HTTPError as exc:
+            raise EpisodeAbort(
+                f"the WebShop server at {self.url} cannot be reached: {type(exc).__name__}: {exc}"
+            ) from exc
+        if response.status_code != 200:
+            raise EpisodeAbort(f"the WebShop server answered {response.status_code} for {path}")
+        return response.text
+
+
+def _unquoted(path: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(path)
+
+
+@dataclass
+class WebShopFactory:
+    """One ``WebShopEnv`` per episode, sharing one HTTP client (and the in-process server, if any)."""
+
+    url: str
+    timeout_s: float = 30.0
+    server: Any = None  # the project's own server, started for this run (stopped by close)
+
+    def __post_init__(self) -> None:
+        self.client = httpx2.Client(timeout=self.timeout_s)
+
+    def __call__(self) -> WebShopEnv:
+        return WebShopEnv(self.url, self.client)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.server is not None:
+            self.server.stop()
+            self.server = None

@@ -1,0 +1,135 @@
+"""``task=webshop``: buy the product an instruction describes (Yao et al., 2022, WebShop), as the
+ReAct paper's notebook ran it (github:ysymyth/ReAct, WebShop.ipynb).
+
+- Examples are WebShop sessions: ``fixed_0`` ... (``ids=[fixed_3]`` picks one); the input shown in
+  results is the session's instruction, read from its instruction page (offline: from the
+  generated catalog, the same text the server shows). ``split=offline`` / ``all``: every goal of
+  the server (``webshop.goals`` for the project's own); ``paper500``: ``fixed_0`` ... ``fixed_499``,
+  the paper's 500 test goals.
+- The environment is ``envs/webshop``: WebShop's own server at ``webshop.url``, or the project's
+  own server, started in process for the run on a free port (``webshop.url: null``, the default).
+- Protocol (``protocol=paper``): 15 steps, stop ``\\n``, greedy decoding, 100 tokens per step, the
+  trajectory cut to the last ``6400 - len(prompt)`` characters before each call (``context=window``,
+  the notebook's own remedy). The notebook's loop executed at most 14 actions in its 15 iterations
+  (the first is the reset); here 15 steps are 15 actions, as the paper's text says.
+- Scores: ``score`` (the reward, in [0, 1]; the paper's "score" is its mean x 100) and ``success``
+  (reward 1). The paper's Table 4 (PaLM-540B, one-shot): ReAct 66.6 / 40.0, Act 62.3 / 30.1; IL
+  59.9 / 29.1, IL+RL 62.4 / 28.7, human experts 82.1 / 59.6.
+- Modes: ``react`` and ``act`` (no reference answers: the others are refused). The paper's
+  prompts by path: ``prompt.file=../shared/data/prompts/react_webshop_prompts.json prompt.key=react``
+  (``act`` for Act); the project's own exemplar is walked on the generated catalog
+  (``envs/webshop/exemplars.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, ClassVar
+
+import httpx2
+
+from react_bench.environment import Example
+from react_bench.envs.webshop import WebShopConfig, start_server, webshop_format
+from react_bench.envs.webshop.catalog import Catalog
+from react_bench.envs.webshop.env import WebShopFactory
+from react_bench.envs.webshop.render import render
+from react_bench.errors import ConfigError
+from react_bench.prompts import PromptSpec, load_prompt
+from react_bench.runners.formats import LineFormat
+from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
+
+PAPER_GOALS = 500
+TABLE4 = (
+    "Yao et al. (2022), Table 4 (PaLM-540B, one-shot); IL 59.9 / 29.1, IL+RL 62.4 / 28.7, human experts 82.1 / 59.6"
+)
+INSTRUCTIONS = {
+    "react": "",  # the notebook sends its one example and the task, with no instruction before them
+    "act": "",
+    "tool_use": (
+        "You are shopping on a web shop for the product an instruction describes. Use search from the "
+        "instruction page, then click the buttons the pages show in [brackets] (a result's ASIN, option "
+        "values, Description, Features, Reviews, < Prev, Back to Search); click Buy Now when the product and "
+        "its options match. Think briefly before each action."
+    ),
+    "tool_use_act": (
+        "You are shopping on a web shop for the product an instruction describes. Use search from the "
+        "instruction page, then click the buttons the pages show in [brackets]; click Buy Now when the "
+        "product and its options match. Call one tool per turn and write no text."
+    ),
+}
+
+
+class WebShopTask:
+    info: ClassVar[TaskInfo] = TaskInfo(
+        name="webshop",
+        title="WebShop",
+        metrics=("score", "success"),
+        primary_metric="score",
+        column="WebShop score",
+        paper={"PaLM-540B": {"react": 66.6, "act": 62.3}, "PaLM-540B success": {"react": 40.0, "act": 30.1}},
+        paper_table=TABLE4,
+        answers=False,
+        modes=("react", "act"),
+        groups=("category",),
+        protocol={"max_steps": 15, "context": "window"},
+    )
+    env_group: ClassVar[str | None] = "webshop"
+
+    def __init__(self) -> None:
+        self.coverage: Coverage | None = None
+
+    def env_config(self, values: Mapping[str, Any], protocol: str) -> WebShopConfig:
+        return WebShopConfig.from_mapping(values)
+
+    def examples(self, config: TaskConfig, env_config: WebShopConfig | None = None) -> list[Example]:
+        env = env_config if env_config is not None else WebShopConfig()
+        catalog = Catalog.generate(env.seed, env.products, env.goals) if env.url is None else None
+        # WebShop's own server holds thousands of goals; the paper's are its first 500
+        available = PAPER_GOALS if env.url is not None else env.goals
+        wanted = min(available, PAPER_GOALS) if config.split == "paper500" else available
+        sessions = [Example(f"fixed_{i}", "", "") for i in range(wanted)]
+        source = env.url or f"the generated catalog (seed {env.seed}, {env.goals} goals)"
+        chosen, self.coverage = select(Pool.of(source, sessions), replace(config, split="all"))
+        return [self._described(e.id, catalog, env) for e in chosen]
+
+    def _described(self, session: str, catalog: Catalog | None, env: WebShopConfig) -> Example:
+        if catalog is not None:
+            goal = catalog.goal(session)
+            if goal is None:
+                raise ConfigError(f"webshop: no goal {session} in the generated catalog of {env.goals} goals")
+            return Example(session, goal.instruction, "", {"category": goal.category, "asin": goal.asin})
+        assert env.url is not None
+        try:
+            response = httpx2.get(f"{env.url.rstrip('/')}/{session}", timeout=env.timeout_s)
+        except httpx2.HTTPError as exc:
+            raise DataError(
+                f"webshop: the server at {env.url} cannot be reached ({type(exc).__name__}: {exc})"
+            ) from None
+        if response.status_code != 200:
+            raise DataError(f"webshop: the server at {env.url} answered {response.status_code} for session {session}")
+        lines = [line.strip() for line in render(response.text, env.url, first_page=True).text.splitlines()]
+        instruction = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("Instruction:")), "")
+        return Example(session, instruction, "")
+
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
+        value = reward or 0.0
+        return {"score": value, "success": float(value == 1.0)}
+
+    def text_format(self) -> LineFormat:
+        return webshop_format()
+
+    def own_prompts(self) -> dict[str, Any]:
+        from react_bench.envs.webshop.exemplars import own_exemplars
+
+        exemplars = own_exemplars(Catalog.generate(), webshop_format())
+        return {"instructions": INSTRUCTIONS, "exemplars": exemplars}
+
+    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+        return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
+
+    def environment(self, config: TaskConfig, env_config: WebShopConfig) -> WebShopFactory:
+        if env_config.url is not None:
+            return WebShopFactory(env_config.url, env_config.timeout_s)
+        server = start_server(env_config)
+        return WebShopFactory(server.url, env_config.timeout_s, server=server)

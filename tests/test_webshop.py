@@ -1,0 +1,345 @@
+"""WebShop: the page renderer, the reward formula, the project's server and the client, end to end.
+
+The oracle (search the goal's words, open the goal's product, choose its options, buy) gets
+reward 1 on every generated goal through both runners; a shopper that buys the first result
+gets what the formula gives; a server that is down or answers 500 ends the example as an error
+(re-runnable), a page that cannot be read is an ``is_error`` observation, an unknown button is
+``Invalid action!``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from react_bench.environment import Example
+from react_bench.envs.webshop import WebShopConfig, webshop_format
+from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query
+from react_bench.envs.webshop.env import INVALID, WebShopFactory, webshop_action
+from react_bench.envs.webshop.render import render
+from react_bench.envs.webshop.reward import reward
+from react_bench.evaluate import evaluate
+from react_bench.modes import SolveSettings
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig
+from react_bench.testing.webshop_server import WebShopServer
+from react_bench.types import ModelResponse, StopReason, TextBlock, ToolUseBlock
+from tests.support import REPO, composed, eval_py, records, run_dir_of
+
+SMALL = WebShopConfig(products=300, goals=40)
+
+
+@pytest.fixture(scope="module")
+def small() -> Catalog:
+    return Catalog.generate(SMALL.seed, SMALL.products, SMALL.goals)
+
+
+# --------------------------------------------------------------------------- the renderer
+
+PAGE = """<html><head><title>ignored</title><style>p { color: red }</style></head><body>
+<div><h4>Instruction:<br>buy a red mug</h4></div>
+<form><button type="submit">Back to Search</button></form>
+<script>var hidden = 1;</script><!-- a comment -->
+<div><h4>color</h4><input type="radio"><label>red</label><input type="radio"><label>blue</label></div>
+<div><h4>size</h4><label>small</label><label>large</label></div>
+<h2>Red Mug \\xc3\\xa9</h2><h4>Price: $9.99</h4>
+<a class="product-link" href="#">B0AAAAAAA1</a><h4>First</h4><h5>$1.00</h5>
+<a class="product-link" href="#">B0AAAAAAA2</a><h4>Second</h4><h5>$2.00</h5>
+<a class="product-link" href="#">B0AAAAAAA3</a><h4>Third</h4><h5>$3.00</h5>
+<a class="product-link" href="#">B0AAAAAAA4</a><h4>Fourth</h4><h5>$4.00</h5>
+<p>after the results</p>
+</body></html>"""
+
+
+def test_a_page_reads_as_the_notebook_read_it() -> None:
+    page = render(PAGE, "http://shop/item_page/s/B0/mug/1/{'color': 'red'}")
+    assert page.text == (
+        "\n[Back to Search] "  # the first two plain texts (Instruction:, the instruction) are left out
+        "\ncolor [[red]][blue]"  # the URL selects red
+        "\nsize [small][large]"
+        "\nRed Mug é "  # the notebook's clean_str decodes escaped UTF-8 bytes
+        "\nPrice: $9.99 "
+        "\n[B0AAAAAAA1] \nFirst \n$1.00 "
+        "\n[B0AAAAAAA2] \nSecond \n$2.00 "
+        "\n[B0AAAAAAA3] \nThird \n$3.00 "  # a fourth result: its ASIN, title and price are left out
+        "\nafter the results "
+    )
+    assert page.asins == ["B0AAAAAAA1", "B0AAAAAAA2", "B0AAAAAAA3", "B0AAAAAAA4"]  # all four clickable
+    assert page.options == {"red": "color", "blue": "color", "small": "size", "large": "size"}
+    assert page.buttons == ["Back to Search"] and page.reward is None
+    first = render(PAGE, "http://shop/s", first_page=True)
+    assert first.text.startswith("\nInstruction: \nbuy a red mug \n[Back to Search] ")
+
+
+def test_the_project_server_renders_like_webshop(small: Catalog) -> None:
+    """A results page of the project's own server, through the same renderer, as the rules say it reads."""
+    from react_bench.testing.webshop_server import Shop
+
+    shop, goal = Shop(small), small.goals[0]
+    status, html = shop.respond(f"/search_results/{goal.session}/{goal_query(goal).replace(' ', '%20')}/1")
+    assert status == 200
+    found = shop.engine.search(goal_query(goal))
+    lines = "".join(f"\n[{p.asin}] \n{p.title} \n{p.price_text} " for p in found[:3])
+    assert render(html, "u").text == f"\n[Back to Search] \nPage 1 (Total results: {len(found)}) \n[Next >] {lines}"
+    status, start = shop.respond(f"/{goal.session}")
+    assert render(start, "u", first_page=True).text == f"\nWebShop \nInstruction:  \n{goal.instruction} \n[Search] "
+
+
+def test_the_done_page_gives_the_score() -> None:
+    done = "<html><body><h3>Your score (min 0.0, max 1.0)<pre>0.75</pre></h3><p>thanks</p></body></html>"
+    page = render(done, "u")
+    assert (page.text, page.reward) == ("Your score (min 0.0, max 1.0): 0.75", 0.75)
+
+
+# --------------------------------------------------------------------------- the reward
+
+MUG = Product("B0MUG00001", "Acme Coffee Mug - Dishwasher Safe, Bpa Free", "kitchen", "coffee mug", 12.99,
+              ("dishwasher safe", "bpa free"), {"color": ("red", "blue"), "size": ("12 oz", "16 oz")},
+              "A mug that keeps coffee hot.", ("Microwave safe: made for everyday use.",))  # fmt: skip
+
+
+def goal(**changes: Any) -> Goal:
+    base = {"session": "fixed_0", "asin": MUG.asin, "product_type": "coffee mug", "category": "kitchen",
+            "attributes": ("dishwasher safe", "microwave safe"), "options": {"color": "red", "size": "16 oz"},
+            "price_upper": 20.0}  # fmt: skip
+    return Goal(**{**base, **changes})
+
+
+@pytest.mark.parametrize(
+    ("the_goal", "options", "expected"),
+    [
+        (goal(), {"color": "red", "size": "16 oz"}, 1.0),  # both attributes (one from the features), options, price
+        (goal(), {}, 3 / 5),  # no option chosen: 2 attributes + price of 5
+        (goal(), {"color": "blue", "size": "16 oz"}, 4 / 5),
+        (goal(price_upper=10.0), {"color": "red", "size": "16 oz"}, 4 / 5),  # over the price bound
+        (goal(attributes=("dishwasher safe", "stainless steel")), {"color": "red", "size": "16 oz"}, 4 / 5),
+        (goal(product_type="mixing bowl set"), {"color": "red", "size": "16 oz"}, 0.5),  # same category, other type
+        (goal(product_type="coffee beans", category="coffee"), {"color": "red", "size": "16 oz"}, 0.1),  # "coffee"
+        (goal(product_type="yoga mat", category="fitness"), {"color": "red", "size": "16 oz"}, 0.0),
+        (goal(options={}), {}, 1.0),  # a goal without options
+    ],
+)
+def test_the_reward_formula(the_goal: Goal, options: dict[str, str], expected: float) -> None:
+    assert reward(MUG, the_goal, options).total == pytest.approx(expected)
+
+
+def test_the_catalog_is_deterministic_and_every_goal_can_be_found() -> None:
+    a, b = Catalog.generate(3, 200, 20), Catalog.generate(3, 200, 20)
+    assert [g.instruction for g in a.goals] == [g.instruction for g in b.goals]
+    assert [p.asin for p in a.products] == [p.asin for p in b.products]
+    assert [g.instruction for g in Catalog.generate(4, 200, 20).goals] != [g.instruction for g in a.goals]
+    assert len({p.asin for p in a.products}) == 200
+    default = Catalog.generate()
+    assert len(default.products) == 2000 and len(default.goals) == 500
+    assert len({p.category for p in default.products}) >= 24
+    from react_bench.envs.webshop.catalog import Search
+
+    engine = Search(default.products)
+    for g in default.goals:
+        product = default.by_asin[g.asin]
+        assert set(g.attributes) <= set(product.attributes) and g.price_upper >= product.price
+        assert all(v in product.options[k] for k, v in g.options.items())
+        assert g.asin in [p.asin for p in engine.search(goal_query(g), 10)]  # on the first page of its own words
+        assert g.instruction.endswith(f"price lower than {g.price_upper:.2f} dollars")
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def oracle_actions(catalog: Catalog, g: Goal) -> list[str]:
+    return [f"search[{goal_query(g)}]", f"click[{g.asin}]", *[f"click[{v}]" for v in g.options.values()],
+            "click[Buy Now]"]  # fmt: skip
+
+
+def as_tool_turns(actions: list[str]) -> list[ModelResponse]:
+    turns = []
+    for i, text in enumerate(actions):
+        action = webshop_action(text)
+        block = ToolUseBlock(f"toolu_{i}", action.name, dict(action.arguments))
+        turns.append(ModelResponse((TextBlock("next"), block), StopReason.TOOL_USE))
+    return turns
+
+
+def run_config(tmp_path: Path, runner: str, env: WebShopConfig = SMALL, **task: Any) -> RunConfig:
+    return RunConfig(task=TaskConfig(name="webshop", **task), model={"provider": "scripted", "label": "shopper"},
+                     solve=SolveSettings(mode="react", runner=runner), env=env, results_dir=tmp_path,
+                     progress=False, run_id=runner)  # fmt: skip
+
+
+@pytest.mark.parametrize("runner", ["text", "tool_use"])
+async def test_the_oracle_buys_right_on_every_goal(scripted: Any, small: Catalog, tmp_path: Path, runner: str) -> None:
+    actions = [a for g in small.goals for a in oracle_actions(small, g)]
+    model = scripted([f" {a}" for a in actions] if runner == "text" else as_tool_turns(actions))
+    result = await evaluate(run_config(tmp_path, runner), model=model)
+    rows = records(result.run_dir)
+    assert [r["id"] for r in rows] == [g.session for g in small.goals]
+    assert all((r["reward"], r["reason"], r["success"]) == (1.0, "done", 1.0) for r in rows), rows[0]
+    assert result.metrics["score"]["mean"] == 1.0 and result.metrics["success"]["mean"] == 1.0
+    assert rows[0]["question"] == small.goals[0].instruction
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runner", ["text", "tool_use"])
+async def test_the_oracle_buys_right_on_all_500_default_goals(scripted: Any, tmp_path: Path, runner: str) -> None:
+    catalog = Catalog.generate()
+    actions = [a for g in catalog.goals for a in oracle_actions(catalog, g)]
+    model = scripted([f" {a}" for a in actions] if runner == "text" else as_tool_turns(actions))
+    result = await evaluate(run_config(tmp_path, runner, WebShopConfig()), model=model)
+    assert result.metrics["n"] == 500 and result.metrics["success"]["mean"] == 1.0
+
+
+async def test_buying_the_first_result_gets_what_the_formula_gives(scripted: Any, small: Catalog, tmp_path: Path):
+    from react_bench.envs.webshop.catalog import Search
+
+    engine, chosen = Search(small.products), small.goals[:10]
+    actions, expected = [], []
+    for g in chosen:
+        first = engine.search(goal_query(g))[0]
+        actions += [f" search[{goal_query(g)}]", f" click[{first.asin}]", " click[Buy Now]"]
+        expected.append(reward(first, g, {}).total)
+    result = await evaluate(run_config(tmp_path, "text", n=10), model=scripted(actions))
+    assert [r["reward"] for r in records(result.run_dir)] == pytest.approx(expected)
+    assert result.metrics["score"]["mean"] == pytest.approx(sum(expected) / 10)
+
+
+# --------------------------------------------------------------------------- faults
+
+
+async def _episode(factory: WebShopFactory, session: str, actions: list[str]) -> list[Any]:
+    env = factory()
+    out = [await env.reset(Example(session, "", ""))]
+    for text in actions:
+        out.append(await env.step(webshop_action(text)))
+    return out
+
+
+async def test_actions_the_page_does_not_offer_are_invalid(small: Catalog) -> None:
+    g = small.goals[1]
+    with WebShopServer(small) as server:
+        factory = WebShopFactory(server.url)
+        obs = await _episode(factory, g.session, [
+            "click[Buy Now]",  # nothing to buy on the instruction page
+            "dance[now]",  # not an action
+            f"search[{goal_query(g)}]",
+            f"search[{goal_query(g)}]",  # search only from the instruction page
+            "click[B0NOSUCH00]",  # not a result
+            "click[Next >]",  # the notebook allowed the first page only
+            "think[let me see]",
+            f"click[{g.asin}]",
+            "click[no such option]",
+        ])  # fmt: skip
+        factory.close()
+    texts = [o.text for o in obs]
+    assert texts[1:3] == [INVALID, INVALID] and texts[4:7] == [INVALID, INVALID, INVALID]
+    assert texts[7] == "OK." and texts[9] == INVALID and texts[8].startswith("\n[Back to Search] \n[< Prev] ")
+    assert all(o.is_error for o in obs if o.text == INVALID) and not any(o.done for o in obs)
+
+
+async def test_a_page_that_cannot_be_read_is_an_error_observation(small: Catalog) -> None:
+    g = small.goals[2]
+    with WebShopServer(small) as server:
+        shop = server.httpd.RequestHandlerClass.shop  # type: ignore[attr-defined]
+        shop.done_page = lambda *args: "<h3>Your score (min 0.0, max 1.0)<pre>not a number</pre></h3>"
+        factory = WebShopFactory(server.url)
+        obs = await _episode(factory, g.session, [f"search[{goal_query(g)}]", f"click[{g.asin}]", "click[Buy Now]"])
+        factory.close()
+    assert obs[-1].is_error and obs[-1].reward is None and "could not be read" in obs[-1].text
+
+
+async def test_a_server_that_answers_500_makes_error_examples_that_rerun(
+    scripted: Any, small: Catalog, tmp_path: Path
+) -> None:
+    from dataclasses import replace
+
+    chosen = small.goals[:3]
+    with WebShopServer(small) as server:
+        shop = server.httpd.RequestHandlerClass.shop  # type: ignore[attr-defined]
+        real, broken = shop.respond, {"on": True}
+        shop.respond = lambda path: (
+            (500, "<h1>Internal Server Error</h1>") if broken["on"] and "search_results" in path else real(path)
+        )
+        cfg = replace(run_config(tmp_path, "text", replace(SMALL, url=server.url), n=3), run_id="faulty")
+        first = await evaluate(cfg, model=scripted([f" search[{goal_query(g)}]" for g in chosen]))
+        rows = records(first.run_dir)
+        assert [r["reason"] for r in rows] == ["error"] * 3 and "answered 500" in rows[0]["error"]
+        assert first.metrics["errors"] == 3 and first.metrics["score"]["mean"] == 0.0
+        broken["on"] = False
+        rerun = replace(cfg, resume=True, retry_errors=True)
+        actions = [f" {a}" for g in chosen for a in oracle_actions(small, g)]
+        again = await evaluate(rerun, model=scripted(actions))
+    assert [r["reward"] for r in records(again.run_dir)] == [1.0, 1.0, 1.0] and again.metrics["errors"] == 0
+
+
+async def test_a_server_that_is_down_is_one_clear_error(scripted: Any, small: Catalog, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from react_bench.tasks import DataError
+    from react_bench.tasks.webshop import WebShopTask
+
+    with WebShopServer(small) as server:
+        url = server.url
+    with pytest.raises(DataError, match="cannot be reached"):  # the sessions' instructions are read first
+        await evaluate(replace(run_config(tmp_path, "text", replace(SMALL, url=url, timeout_s=2)), run_id="down"),
+                       model=scripted([]))  # fmt: skip
+    assert not (tmp_path / "webshop").exists()  # nothing written
+    # an episode whose server goes away: the example ends with reason error (re-runnable)
+    from react_bench.modes import Solver
+
+    task = WebShopTask()
+    solver = Solver(SolveSettings(mode="react"), scripted([]), {"react": task.prompt("react", None, None, None)},
+                    WebShopFactory(url, timeout_s=2), task.text_format())  # fmt: skip
+    outcome = await solver.solve(Example("fixed_0", "", ""))
+    assert outcome.reason == "error" and "cannot be reached" in (outcome.error or "")
+
+
+def test_eval_py_runs_webshop_offline_and_against_the_standalone_server(tmp_path: Path) -> None:
+    catalog = Catalog.generate(SMALL.seed, SMALL.products, SMALL.goals)
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([f" {a}" for g in catalog.goals[:2] for a in oracle_actions(catalog, g)]))
+    common = ["task=webshop", "n=2", f"results_dir={tmp_path}", "model=scripted", f"model.script={script}",
+              f"webshop.products={SMALL.products}", f"webshop.goals={SMALL.goals}"]  # fmt: skip
+    offline = eval_py(*common, "run_id=offline")
+    assert offline.returncode == 0, offline.stderr
+    in_process = records(run_dir_of(offline.stdout))
+    assert [r["reward"] for r in in_process] == [1.0, 1.0] and "WebShop score" not in offline.stderr
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "scripts" / "webshop_server.py"), "--port", "0", "--seed", "0",
+         "--products", str(SMALL.products), "--goals", str(SMALL.goals)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        first = server.stdout.readline().split()
+        assert first[0] == "PORT" and int(first[1]) > 0
+        remote = eval_py(*common, f"webshop.url=http://127.0.0.1:{first[1]}", "run_id=remote")
+        assert remote.returncode == 0, remote.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    against = records(run_dir_of(remote.stdout))
+    assert [(r["id"], r["question"], r["reward"]) for r in against] == [
+        (r["id"], r["question"], r["reward"]) for r in in_process
+    ]  # the same goals, the same catalog
+
+
+def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path) -> None:
+    from react_bench.errors import ConfigError
+    from react_bench.evaluate import build_prompts
+
+    run = RunConfig.from_mapping(composed("task=webshop"))
+    assert (run.solve.loop.max_steps, run.solve.context.name, run.solve.context.window_chars) == (15, "window", 6400)
+    with pytest.raises(ConfigError, match="task=webshop does not run mode=cot"):
+        RunConfig.from_mapping(composed("task=webshop", "mode=cot"))
+    paper = shared_data / "prompts" / "react_webshop_prompts.json"
+    cfg = RunConfig.from_mapping(composed("task=webshop", f"prompt.file={paper}", "prompt.key=react"))
+    (spec,) = build_prompts(cfg).values()
+    assert spec.instruction == "" and spec.exemplars == json.loads(paper.read_text())["react"]
+    own = build_prompts(RunConfig.from_mapping(composed("task=webshop")))["react"]
+    episodes = webshop_format().exemplar_episodes(own.exemplars)
+    assert len(episodes) == 1 and episodes[0].steps[-1].action == "click[Buy Now]"
+    assert episodes[0].opening.startswith("WebShop \nInstruction:")
