@@ -24,6 +24,7 @@ ABOUT = {
     "local": "the embedded model: KV-cache reuse across ReAct steps",
     "tokens": "prompt caching: billed input tokens with caching on and off",
     "context": "context-growth remedies: per-turn input and billed tokens",
+    "webshop": "WebShop on the project's own server: page latency, render time, the whole step",
 }
 
 
