@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from react_bench.environment import Example
+from react_bench.environment import Action, Example
 from react_bench.envs.webshop import WebShopConfig, webshop_format
 from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query
 from react_bench.envs.webshop.env import INVALID, WebShopFactory, webshop_action
@@ -88,6 +88,14 @@ def test_the_project_server_renders_like_webshop(small: Catalog) -> None:
     assert render(html, "u").text == f"\n[Back to Search] \nPage 1 (Total results: {len(found)}) \n[Next >] {lines}"
     status, start = shop.respond(f"/{goal.session}")
     assert render(start, "u", first_page=True).text == f"\nWebShop \nInstruction:  \n{goal.instruction} \n[Search] "
+
+
+def test_the_grammar_is_the_notebooks() -> None:
+    assert webshop_action("search[red mug]") == Action("search", {"query": "red mug"}, "search[red mug]")
+    assert webshop_action("click[Buy Now]").arguments == {"button": "Buy Now"}
+    assert webshop_action("think[a thought cut short").name == "think"  # any "think..." is answered OK.
+    assert webshop_action("search[red mug").arguments == {"query": "red mu"}  # the last character is dropped
+    assert webshop_action("Search[red mug]").name == ""  # case matters; it is an invalid action
 
 
 def test_the_done_page_gives_the_score() -> None:

@@ -51,9 +51,13 @@ WEBSHOP_ACTIONS: tuple[ToolSpec, ...] = (
 
 
 def webshop_action(text: str, actions: Sequence[ToolSpec] = WEBSHOP_ACTIONS) -> Action:
-    """The notebook's grammar: ``search[...]``, ``click[...]``, ``think[...]``, as written."""
-    for name, param in (("search", "query"), ("click", "button"), ("think", "thought")):
-        if text.startswith(f"{name}[") and text.endswith("]"):
+    """The notebook's grammar, exactly: ``think...`` (any text starting so: answered ``OK.``),
+    ``search[...]`` and ``click[...]`` read by their prefix, the argument being the text between
+    the bracket and the last character (which the notebook took to be ``]`` without checking)."""
+    if text.startswith("think"):
+        return Action("think", {"thought": text[len("think[") : -1]}, text)
+    for name, param in (("search", "query"), ("click", "button")):
+        if text.startswith(f"{name}["):
             return Action(name, {param: text[len(name) + 1 : -1]}, text)
     return Action(UNPARSED, {}, text)
 
