@@ -41,7 +41,7 @@ def _serve(conn: Any) -> None:
 async def _episodes(url: str, goals: int) -> dict[str, list[float]]:
     import react_bench.envs.webshop.env as env_module
     from react_bench.environment import Example
-    from react_bench.envs.webshop.catalog import Catalog, goal_query
+    from react_bench.envs.webshop.catalog import Catalog, oracle_actions
     from react_bench.envs.webshop.env import WebShopFactory, webshop_action
 
     times: dict[str, list[float]] = {"get_ms": [], "render_ms": [], "step_ms": []}
@@ -70,9 +70,7 @@ async def _episodes(url: str, goals: int) -> dict[str, list[float]]:
     for goal in catalog.goals[:goals]:
         env = factory()
         await env.reset(Example(goal.session, goal.instruction, ""))
-        actions = [f"search[{goal_query(goal)}]", f"click[{goal.asin}]", *[f"click[{v}]" for v in goal.options.values()],
-                   "click[Buy Now]"]  # fmt: skip
-        for text in actions:
+        for text in oracle_actions(goal):
             start = time.perf_counter()
             observation = await env.step(webshop_action(text))
             times["step_ms"].append(1000 * (time.perf_counter() - start))

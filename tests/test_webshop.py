@@ -19,7 +19,7 @@ import pytest
 
 from react_bench.environment import Action, Example
 from react_bench.envs.webshop import WebShopConfig, webshop_format
-from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query
+from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query, oracle_actions
 from react_bench.envs.webshop.env import INVALID, WebShopFactory, webshop_action
 from react_bench.envs.webshop.render import render
 from react_bench.envs.webshop.reward import reward
@@ -159,11 +159,6 @@ def test_the_catalog_is_deterministic_and_every_goal_can_be_found() -> None:
 # --------------------------------------------------------------------------- runs
 
 
-def oracle_actions(catalog: Catalog, g: Goal) -> list[str]:
-    return [f"search[{goal_query(g)}]", f"click[{g.asin}]", *[f"click[{v}]" for v in g.options.values()],
-            "click[Buy Now]"]  # fmt: skip
-
-
 def as_tool_turns(actions: list[str]) -> list[ModelResponse]:
     turns = []
     for i, text in enumerate(actions):
@@ -181,7 +176,7 @@ def run_config(tmp_path: Path, runner: str, env: WebShopConfig = SMALL, **task: 
 
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
 async def test_the_oracle_buys_right_on_every_goal(scripted: Any, small: Catalog, tmp_path: Path, runner: str) -> None:
-    actions = [a for g in small.goals for a in oracle_actions(small, g)]
+    actions = [a for g in small.goals for a in oracle_actions(g)]
     model = scripted([f" {a}" for a in actions] if runner == "text" else as_tool_turns(actions))
     result = await evaluate(run_config(tmp_path, runner), model=model)
     rows = records(result.run_dir)
@@ -195,7 +190,7 @@ async def test_the_oracle_buys_right_on_every_goal(scripted: Any, small: Catalog
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
 async def test_the_oracle_buys_right_on_all_500_default_goals(scripted: Any, tmp_path: Path, runner: str) -> None:
     catalog = Catalog.generate()
-    actions = [a for g in catalog.goals for a in oracle_actions(catalog, g)]
+    actions = [a for g in catalog.goals for a in oracle_actions(g)]
     model = scripted([f" {a}" for a in actions] if runner == "text" else as_tool_turns(actions))
     result = await evaluate(run_config(tmp_path, runner, WebShopConfig()), model=model)
     assert result.metrics["n"] == 500 and result.metrics["success"]["mean"] == 1.0
@@ -278,7 +273,7 @@ async def test_a_server_that_answers_500_makes_error_examples_that_rerun(
         assert first.metrics["errors"] == 3 and first.metrics["score"]["mean"] == 0.0
         broken["on"] = False
         rerun = replace(cfg, resume=True, retry_errors=True)
-        actions = [f" {a}" for g in chosen for a in oracle_actions(small, g)]
+        actions = [f" {a}" for g in chosen for a in oracle_actions(g)]
         again = await evaluate(rerun, model=scripted(actions))
     assert [r["reward"] for r in records(again.run_dir)] == [1.0, 1.0, 1.0] and again.metrics["errors"] == 0
 
@@ -308,7 +303,7 @@ async def test_a_server_that_is_down_is_one_clear_error(scripted: Any, small: Ca
 def test_eval_py_runs_webshop_offline_and_against_the_standalone_server(tmp_path: Path) -> None:
     catalog = Catalog.generate(SMALL.seed, SMALL.products, SMALL.goals)
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([f" {a}" for g in catalog.goals[:2] for a in oracle_actions(catalog, g)]))
+    script.write_text(json.dumps([f" {a}" for g in catalog.goals[:2] for a in oracle_actions(g)]))
     common = ["task=webshop", "n=2", f"results_dir={tmp_path}", "model=scripted", f"model.script={script}",
               f"webshop.products={SMALL.products}", f"webshop.goals={SMALL.goals}"]  # fmt: skip
     offline = eval_py(*common, "run_id=offline")

@@ -244,6 +244,13 @@ def goal_query(goal: Goal) -> str:
     return f"{' '.join(goal.attributes)} {goal.product_type}"
 
 
+def oracle_actions(goal: Goal) -> list[str]:
+    """The catalog's expert: search the goal's words, open its product, choose its options, buy
+    (every generated goal is bought with reward 1 this way; the tests check it)."""
+    return [f"search[{goal_query(goal)}]", f"click[{goal.asin}]", *(f"click[{v}]" for v in goal.options.values()),
+            "click[Buy Now]"]  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Catalog:
     seed: int
