@@ -54,7 +54,7 @@ async def _episodes(url: str, goals: int) -> dict[str, list[float]]:
         finally:
             times["render_ms"].append(1000 * (time.perf_counter() - start))
 
-    env_module.render = timed_render  # type: ignore[assignment]
+    env_module.render = timed_render
     factory = WebShopFactory(url)
     real_get = factory.client.get
 
@@ -76,7 +76,7 @@ async def _episodes(url: str, goals: int) -> dict[str, list[float]]:
             times["step_ms"].append(1000 * (time.perf_counter() - start))
         assert observation.reward == 1.0, (goal.session, observation.text)
     factory.close()
-    env_module.render = real_render  # type: ignore[assignment]
+    env_module.render = real_render
     return times
 
 
