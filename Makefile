@@ -18,11 +18,12 @@ check: $(STAMP)  ## ruff (lint + format) and mypy, at zero findings
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml .ci/install_llama_cpp.sh
+$(STAMP): pyproject.toml .ci/install_llama_cpp.sh .ci/install_alfworld.sh
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	bash .ci/install_llama_cpp.sh $(VENV)/bin/pip
 	$(VENV)/bin/python -m pip install -q -e '.[dev,local,viewer]'
+	bash .ci/install_alfworld.sh $(VENV)/bin/pip
 	touch $(STAMP)
 
 clean:

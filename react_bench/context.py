@@ -240,6 +240,11 @@ class SubagentEnv:
     async def reset(self, example: Example) -> Observation:
         return await self.env.reset(example)
 
+    def close(self) -> None:
+        close = getattr(self.env, "close", None)
+        if close is not None:
+            close()
+
     async def step(self, action: Action) -> Observation:
         if action.name == RESEARCH_ACTION:
             return await self._research(str(action.arguments.get("question", "")))

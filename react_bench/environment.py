@@ -22,7 +22,9 @@ implementations.
 
 Environments are asyncio-friendly: blocking work (a game engine, an HTTP call, SQLite) runs in
 a worker thread inside ``step`` / ``reset``. One environment per episode; what they share (a
-wiki backend, a server) lives in the factory, closed once at the end of a run.
+wiki backend, a server) lives in the factory, closed once at the end of a run. An environment
+that holds resources of its own episode (a game engine) may have a ``close()``: the solver
+calls it when the episode ends.
 """
 
 from __future__ import annotations

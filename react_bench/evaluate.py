@@ -90,7 +90,7 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
     for key in keys:
         foreign = cfg.prompt_file is not None and key in foreign_keys
         file = cfg.prompt_file if foreign else None
-        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None)
+        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
     return prompts
 
 

@@ -242,7 +242,7 @@ class Solver:
                     requests.append(self._answer_policy(question, "cot", self._sampling(0)).first_request())
                 case "act" | "react":
                     actions = self._new_env().actions() if self.env_factory is not None else ()
-                    requests.append(self._agent_policy(example, question, part, actions).first_request())
+                    requests.append(self._agent_policy(example, question, part, actions, probe=True).first_request())
                 case _:
                     assert_never(part)
         return requests
@@ -283,10 +283,15 @@ class Solver:
         return AnswerPolicy(self.model, self.prompts[style], question, self.text_format.label, style, sampling)
 
     def _agent_policy(
-        self, example: Example, first: str, style: Literal["react", "act"], actions: tuple[ToolSpec, ...]
+        self,
+        example: Example,
+        first: str,
+        style: Literal["react", "act"],
+        actions: tuple[ToolSpec, ...],
+        probe: bool = False,
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
-        prompt = self.prompts[prompt_key(style, s.runner)].for_example(example)
+        prompt = self.prompts[prompt_key(style, s.runner)].for_example(example, probe)
         view = ContextView(s.context)
         if view.adds_actions:  # the instruction names the extra action
             prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))
@@ -346,11 +351,16 @@ class Solver:
         if ContextView(self.settings.context).adds_actions:
             env = subagent = SubagentEnv(env, self._inner_agent)
         try:
-            first = await env.reset(example)
-        except EpisodeAbort as exc:  # the environment cannot serve this example now: an error, re-runnable
-            return Outcome("", style, "error", 0, Usage(), error=f"reset: {type(exc).__name__}: {exc}")
-        policy = self._agent_policy(example, first.text, style, env.actions())
-        result = await self._episode(policy, env, self.settings.loop, on_event)
+            try:
+                first = await env.reset(example)
+            except EpisodeAbort as exc:  # the environment cannot serve this example now: an error, re-runnable
+                return Outcome("", style, "error", 0, Usage(), error=f"reset: {type(exc).__name__}: {exc}")
+            policy = self._agent_policy(example, first.text, style, env.actions())
+            result = await self._episode(policy, env, self.settings.loop, on_event)
+        finally:
+            close = getattr(env, "close", None)  # an environment that holds resources for its episode
+            if close is not None:
+                close()
         outcome = _outcome(result, style, policy.stats)
         if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
             outcome.episodes += subagent.episodes

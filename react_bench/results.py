@@ -47,6 +47,7 @@ def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
     out["metadata"] = {k: metadata[k] for k in info.groups if k in metadata}
     out["_failure_label"] = failure_label(record)
     out["_grounded"] = grounded(record.get("prediction") or "", observations(record))
+    out["_actions"] = action_counts(record)
     return out
 
 
@@ -106,6 +107,14 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
         else 0.0
     )
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
+    counts: Counter[str] = Counter()
+    for r in records:
+        counts.update(r["_actions"])
+    actions = counts["actions"]
+    # of every action executed: the share the environment refused (WebShop's "Invalid action!",
+    # ALFWorld's "Nothing happens.", Wikipedia's "Invalid action: ..."), and the thoughts written as actions
+    metrics["actions"] = {"n": actions, "invalid_rate": counts["invalid"] / actions if actions else 0.0,
+                          "think_share": counts["think"] / actions if actions else 0.0}  # fmt: skip
     metrics["by_group"] = _breakdown(records, info)
     return metrics
 
@@ -120,6 +129,18 @@ FAILURE_LABELS = (
     "step_limit",  # no answer within the step cap
     "wrong_answer",
 )
+
+
+def action_counts(record: dict[str, Any]) -> dict[str, int]:
+    """Actions executed in a record's episodes, those that ended in an error, and thoughts."""
+    out = {"actions": 0, "invalid": 0, "think": 0}
+    for episode in record.get("trajectory") or []:
+        for event in episode["events"]:
+            if event["type"] == "tool_execution_finished":
+                out["actions"] += 1
+                out["invalid"] += int(bool(event.get("is_error")))
+                out["think"] += int(event.get("name") == "think")
+    return out
 
 
 def observations(record: dict[str, Any]) -> list[str]:
@@ -217,6 +238,11 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
     rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
+    acted = metrics.get("actions") or {}
+    if acted.get("n"):
+        rows.append(("invalid actions", f"{100 * acted['invalid_rate']:.1f}%", f"of {acted['n']} actions"))
+        if acted["think_share"]:
+            rows.append(("think actions", f"{100 * acted['think_share']:.1f}%", "thoughts written as actions"))
     if "out_of_label_set" in metrics:
         rows.append(("answers not a label", str(metrics["out_of_label_set"]), ""))
     usage = metrics["usage"]

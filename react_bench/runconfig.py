@@ -62,6 +62,7 @@ class RunConfig:
     prompt_key: str | None = None
     instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
     instruction_key: str | None = None
+    prompt_pair: tuple[int, int] | None = None  # ALFWorld: which two of three exemplars per task type, in order
     results_dir: Path = Path("results")
     run_dir: Path | None = None  # the folder itself (a resumed run, wherever it lies); None: results_dir's layout
     run_id: str | None = None
@@ -105,6 +106,7 @@ class RunConfig:
             prompt_key=prompt.get("key"),
             instruction_file=prompt.get("instruction_file"),
             instruction_key=prompt.get("instruction_key"),
+            prompt_pair=_pair(prompt.get("pair")),
             results_dir=Path(cfg.get("results_dir") or "results"),
             run_dir=None if cfg.get("run_dir") is None else Path(str(cfg["run_dir"])),
             run_id=None if cfg.get("run_id") is None else check_run_id(str(cfg["run_id"])),
@@ -195,6 +197,18 @@ def _context(values: Mapping[str, Any]) -> ContextConfig:
     if unknown:
         raise ConfigError(f"unknown context settings {unknown}; known: {sorted(known)}")
     return ContextConfig(**dict(values))
+
+
+def _pair(value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    try:
+        first, second = (int(v) for v in value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"prompt.pair={value!r}: expected two exemplar numbers, e.g. [1,0]") from None
+    if first == second or not {first, second} <= {0, 1, 2}:
+        raise ConfigError(f"prompt.pair={value!r}: two different exemplars of 0, 1, 2")
+    return first, second
 
 
 def _budget(value: Any) -> float | None:

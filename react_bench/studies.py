@@ -71,6 +71,8 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
             "tokens_in": sum((metrics.get("usage") or {}).get(k, 0) for k in
                              ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
             "grounded_accuracy": metrics.get("grounded_accuracy"), "ids": tuple(run["example_ids"]),
+            "pair": tuple(config.get("prompt_pair") or ()) or None,
+            "by_type": {k: v.get(primary) for k, v in ((metrics.get("by_group") or {}).get("task_type") or {}).items()},
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -109,6 +111,42 @@ def table1(runs: Any, runner: str | None = None) -> tuple[Any, list[str]]:
                 row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
         rows.append(row)
     return pd.DataFrame(rows), notes
+
+
+def table3(runs: Any) -> Any:
+    """ALFWorld per task type (the paper's Table 3): every run, then for each model, mode and runner
+    the best and the mean over its runs that differ only in the exemplar pair (the six orderings),
+    with the paper's rows below."""
+    import pandas as pd
+
+    from react_bench.tasks.alfworld import TABLE3, TABLE3_COLUMNS
+
+    names = ("Pick", "Clean", "Heat", "Cool", "Look", "Pick 2")
+    alf = runs[runs["task"] == "alfworld"] if len(runs) else runs
+    if not len(alf):
+        return pd.DataFrame()
+
+    def row(label: str, by_type: dict[str, Any], overall: Any, n: Any) -> dict[str, Any]:
+        cells = {
+            name: "" if by_type.get(t) is None else f"{100 * by_type[t]:.0f}" for name, t in zip(names, TABLE3_COLUMNS)
+        }
+        return {"run": label, **cells, "All": "" if overall is None else f"{100 * overall:.1f}", "n": n}
+
+    rows = []
+    for (model, mode, runner), group in alf.groupby(["model", "mode", "runner"]):
+        for r in group.itertuples():
+            pair = "" if r.pair is None else " pair {}{}".format(*r.pair)
+            rows.append(row(f"{model} {mode}/{runner}{pair}", r.by_type, r.mean, r.n))
+        if group["pair"].notna().sum() > 1:
+            best = group.loc[group["mean"].idxmax()]
+            rows.append(row(f"{model} {mode}/{runner} best of {len(group)}", best["by_type"], best["mean"], best["n"]))
+            mean_by_type = {
+                t: sum((b or {}).get(t) or 0 for b in group["by_type"]) / len(group) for t in TABLE3_COLUMNS
+            }
+            rows.append(row(f"{model} {mode}/{runner} mean of {len(group)}", mean_by_type, group["mean"].mean(), ""))
+    for label, figures in TABLE3.items():
+        rows.append({"run": f"paper: {label}", **{n: str(v) for n, v in zip((*names, "All"), figures)}, "n": 134})
+    return pd.DataFrame(rows)
 
 
 def context_comparison(runs: Any) -> Any:

@@ -31,7 +31,7 @@ class CombinedTable(Callback):
 
         sweep_id = os.environ.get(SWEEP_ENV, "")
         results = Path(str(config.get("results_dir") or "results"))
-        runs = [p.parent for p in results.glob(f"*/*/*/{sweep_id}/metrics.json")]
+        runs = [p.parent for p in results.glob(f"*/*/*/{sweep_id}*/metrics.json")]
         if not runs:
             print(f"sweep {sweep_id}: no finished run to combine")
             return
@@ -41,6 +41,10 @@ class CombinedTable(Callback):
         grid, _ = studies.table1(frame)
         grid.to_csv(out / "table1.csv", index=False)
         (out / "table1.md").write_text(grid.to_markdown(index=False) + "\n")
+        orderings = studies.table3(frame)
+        if len(orderings):
+            (out / "table3.md").write_text(orderings.to_markdown(index=False) + "\n")
+            print(f"\nALFWorld, per task type ({out / 'table3.md'}):\n\n{orderings.to_markdown(index=False)}")
         studies.plot_k_curve(frame, out / "cot_sc_k_curve.png")
         studies.plot_tokens(frame, out / "tokens_per_step.png")
         print(f"\ncombined table of sweep {sweep_id} ({len(runs)} runs; {out}):\n")

@@ -25,6 +25,7 @@ ABOUT = {
     "tokens": "prompt caching: billed input tokens with caching on and off",
     "context": "context-growth remedies: per-turn input and billed tokens",
     "webshop": "WebShop on the project's own server: page latency, render time, the whole step",
+    "alfworld": "ALFWorld on the real text engine: build rate, reset and step time, the harness's share",
 }
 
 

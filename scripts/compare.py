@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     write_table1(runs, out)
     write_paired(runs, out)
+    orderings = studies.table3(runs)
+    if len(orderings):
+        (out / "table3.md").write_text("# ALFWorld per task type (the paper's Table 3 below)\n\n"
+                                       + orderings.to_markdown(index=False) + "\n")  # fmt: skip
     remedies = studies.context_comparison(runs)
     if len(remedies):
         (out / "context.md").write_text(

@@ -101,6 +101,8 @@ def main(cfg: DictConfig) -> None:
         settings = resolve_settings(composed, asked)  # type: ignore[arg-type]
         run_cfg = RunConfig.from_mapping(settings)
         sweep_id = os.environ.get(SWEEP_ENV)  # every job of a sweep shares one run id (react_bench/sweep.py)
+        if sweep_id and run_cfg.prompt_pair is not None:  # jobs of one task, model, mode, runner differ by pair
+            sweep_id += "-pair{}{}".format(*run_cfg.prompt_pair)
         run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id(run_cfg))
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
         if run_cfg.model.provider == "local":

@@ -12,6 +12,7 @@ from react_bench.errors import ConfigError
 from react_bench.models import ModelSpec, typed_config
 from react_bench.models.stack import provider_config_class
 from react_bench.runconfig import RunConfig
+from react_bench.tasks.alfworld import AlfworldConfig
 from tests.support import CONFIGS, composed
 
 
@@ -36,7 +37,8 @@ def test_every_option_of_every_group_composes(group):
         if group == "task" and option == "webshop":  # its environment is the webshop section, not the wiki
             assert run.env == WebShopConfig.from_mapping(cfg["webshop"])
             continue
-        if group == "context" and run.task.name == "webshop":
+        if group == "task" and option == "alfworld":  # likewise the alfworld section
+            assert run.env == AlfworldConfig.from_mapping(cfg["alfworld"])
             continue
         assert typed[0] == typed[1], (group, option)
         assert replace(run.env, fidelity=None) == replace(WikiConfig.from_mapping(cfg["wiki"]), fidelity=None)

@@ -99,7 +99,9 @@ class KVTask:
     def text_format(self) -> NumberedFormat:
         return NumberedFormat(bracket_grammar, "Question", answer_action="submit", answer_observation="Submitted.")
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+    def prompt(
+        self, style: str, file: str | None, key: str | None, instruction: str | None, pair: Any = None
+    ) -> PromptSpec:
         return _prompt(f"<{style} exemplars>\n")
 
     def env_config(self, values: Mapping[str, Any], protocol: str) -> None:
@@ -180,7 +182,9 @@ class DoorTask(KVTask):
     def text_format(self) -> LineFormat:
         return LineFormat(door_grammar, ">", "\nHere is the task.\n{observation}\n", episode_start="You stand")
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+    def prompt(
+        self, style: str, file: str | None, key: str | None, instruction: str | None, pair: Any = None
+    ) -> PromptSpec:
         return _prompt(DOOR_EXEMPLAR, "Interact with a place to solve a task. Here is an example.\n")
 
 

@@ -45,11 +45,15 @@ class PromptSpec:
         text = json.dumps([self.instruction, self.exemplars, list(self.variants), self.variant_key])
         return hashlib.sha256(text.encode()).hexdigest()
 
-    def for_example(self, example: Any) -> PromptSpec:
-        """The prompt of one example: its group's exemplars where the prompt has variants."""
+    def for_example(self, example: Any, probe: bool = False) -> PromptSpec:
+        """The prompt of one example: its group's exemplars where the prompt has variants
+        (``probe``: a request built only to see its shape, with the first group's where the
+        example names none)."""
         if self.variant_key is None:
             return self
         group = str((example.metadata or {}).get(self.variant_key))
+        if probe and group not in dict(self.variants) and self.variants:
+            group = self.variants[0][0]
         chosen = dict(self.variants).get(group)
         if chosen is None:
             raise ConfigError(f"prompt {self.source} has no exemplars for {self.variant_key}={group!r}")
@@ -67,6 +71,13 @@ def _read(path: Path) -> dict[str, Any]:
 def own_prompt_file(name: str) -> dict[str, Any]:
     """One of the project's prompt files here (``hotpotqa``, ``fever``)."""
     return _read(PROMPT_DIR / f"{name}.json")
+
+
+def refuse_pair(task: str, pair: tuple[int, int] | None) -> None:
+    if pair is not None:
+        raise ConfigError(
+            f"prompt.pair chooses two of three exemplars per task type (task=alfworld); task={task} has none"
+        )
 
 
 def load_instruction(file: str | Path, key: str | None) -> str:

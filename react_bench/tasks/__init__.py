@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from react_bench.errors import ConfigError
 from react_bench.metrics import protocol_fingerprint
+from react_bench.tasks.alfworld import AlfworldTask
 from react_bench.tasks.base import (
     PAPER500,
     Coverage,
@@ -35,6 +36,7 @@ TASKS: dict[str, TaskClass] = {
     "synthwiki": SynthWikiTask,
     "synthwiki_claims": SynthWikiClaimsTask,
     "webshop": WebShopTask,
+    "alfworld": AlfworldTask,
 }
 
 

@@ -279,7 +279,17 @@ class Task(Protocol):
 
     def text_format(self) -> TextFormat: ...
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec: ...
+    def prompt(
+        self,
+        style: str,
+        file: str | None,
+        key: str | None,
+        instruction: str | None,
+        pair: tuple[int, int] | None = None,
+    ) -> PromptSpec:
+        """The prompt of ``style``: the task's own, or ``file`` + ``key`` by path; ``pair``: which two
+        exemplars of a task whose prompt file holds three per group (ALFWorld), in order."""
+        ...
 
     def env_config(self, values: Mapping[str, Any], protocol: str) -> Any: ...
 

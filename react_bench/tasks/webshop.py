@@ -35,7 +35,7 @@ from react_bench.envs.webshop.catalog import Catalog
 from react_bench.envs.webshop.env import WebShopFactory
 from react_bench.envs.webshop.render import render
 from react_bench.errors import ConfigError
-from react_bench.prompts import PromptSpec, load_prompt
+from react_bench.prompts import PromptSpec, load_prompt, refuse_pair
 from react_bench.runners.formats import LineFormat
 from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
 
@@ -125,7 +125,15 @@ class WebShopTask:
         exemplars = own_exemplars(Catalog.generate(), webshop_format())
         return {"instructions": INSTRUCTIONS, "exemplars": exemplars}
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+    def prompt(
+        self,
+        style: str,
+        file: str | None,
+        key: str | None,
+        instruction: str | None,
+        pair: tuple[int, int] | None = None,
+    ) -> PromptSpec:
+        refuse_pair(self.info.name, pair)
         return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
 
     def environment(self, config: TaskConfig, env_config: WebShopConfig) -> WebShopFactory:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from react_bench.envs.wiki import WikiConfig, WikiEnvFactory, make_env_factory
 from react_bench.envs.wiki.env import wiki_format
-from react_bench.prompts import PromptSpec, load_prompt, own_prompt_file
+from react_bench.prompts import PromptSpec, load_prompt, own_prompt_file, refuse_pair
 from react_bench.runners.formats import NumberedFormat
 from react_bench.tasks.base import Coverage, TaskConfig, TaskInfo
 
@@ -46,7 +46,15 @@ class WikiTask:
     def own_prompts(self) -> dict[str, Any]:
         return own_prompt_file(self.prompt_file)
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None) -> PromptSpec:
+    def prompt(
+        self,
+        style: str,
+        file: str | None,
+        key: str | None,
+        instruction: str | None,
+        pair: tuple[int, int] | None = None,
+    ) -> PromptSpec:
+        refuse_pair(self.info.name, pair)
         return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
 
     def env_config(self, values: Mapping[str, Any], protocol: str) -> WikiConfig:

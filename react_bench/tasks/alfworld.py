@@ -1,0 +1,248 @@
+"""``task=alfworld``: household games on ALFWorld's text engine (Shridhar et al., 2021), as the ReAct
+paper's notebook played them (github:ysymyth/ReAct, alfworld.ipynb).
+
+- **Games.** The official data by path: ``task.data_dir`` (or ``$ALFWORLD_DATA``) pointing at a
+  download that holds ``json_2.1.1/<split>`` (``valid_unseen``: the paper's 134 out-of-distribution
+  games; ``valid_seen``; ``train``); ``alfworld.split`` picks the split. Games are read as
+  ``AlfredTWEnv`` reads them: folders with ``traj_data.json`` and a ``game.tw-pddl`` marked
+  ``solvable``, of the six task types, not ``movable`` or ``Sliced``. Without a data folder, the
+  generated games (``envs/alfworld/generate.py``): ``alfworld.games`` eval games on held-out floor
+  plans and ``alfworld.train_games`` train games, built once under
+  ``<cache>/alfworld/generated-v<version>-seed<seed>-<games>-<train games>/json_2.1.1/<split>`` (the official
+  layout, so the package's own tools load them too) with a ``summary.json`` (task types, plan
+  lengths); the project's exemplars are walked on the train games (``exemplars.json`` beside them).
+- **Examples** are games: the id is the game's folder under its split
+  (``pick_and_place_simple-Apple-None-Fridge-1/trial_0_12``), the input shown in results is its task
+  (``put some apple on fridge``), ``task_type`` the breakdown.
+- **Protocol** (``protocol=paper``): 50 steps (the notebook's loop allowed 49 actions; the paper's
+  text says 50), stop ``\\n``, greedy decoding, 100 tokens; the prompt is
+  ``Interact with a household to solve a task. Here are two examples.\\n`` (the notebook's line),
+  two exemplars of the game's task type, ``\\nHere is the task.\\n``, the first observation and
+  ``\\n>``. Success is the game's ``won``.
+- **Exemplars**: ours (three per type, walked by the expert on generated train games), or the
+  paper's by path: ``prompt.file=../shared/data/prompts/react_alfworld_3prompts.json`` (keys
+  ``react_<type>_<k>``, ``act_<type>_<k>`` for Act). ``prompt.pair=[1,0]`` (the notebook's) picks
+  which two of the three, in order; the paper reports the best and the mean over the six orderings
+  (``experiment=alfworld_orderings``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from react_bench.environment import Example
+from react_bench.envs.alfworld.env import ALFWorldFactory, alfworld_format
+from react_bench.errors import ConfigError
+from react_bench.paths import cache_dir
+from react_bench.prompts import PromptSpec, _read
+from react_bench.runners.formats import LineFormat
+from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
+
+INSTRUCTION = "Interact with a household to solve a task. Here are two examples.\n"  # the notebook's
+SPLITS = ("valid_unseen", "valid_seen", "train")
+PAIRS = ((0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1))
+KINDS = {
+    "pick_and_place_simple": "put",
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "heat",
+    "pick_cool_then_place_in_recep": "cool",
+    "look_at_obj_in_light": "examine",
+    "pick_two_obj_and_place": "puttwo",
+}
+# Yao et al. (2022), Table 3 (PaLM-540B; success rates in %, per task type and overall), as
+# transcribed from the paper (arXiv:2210.03629v3): Pick, Clean, Heat, Cool, Look, Pick 2, All.
+TABLE3_SOURCE = "Yao et al. (2022), Table 3 (PaLM-540B, 134 unseen games)"
+TABLE3 = {
+    "Act (best of 6)": (88, 42, 74, 67, 72, 41, 45),
+    "ReAct (avg)": (65, 39, 83, 76, 55, 24, 57),
+    "ReAct (best of 6)": (92, 58, 96, 86, 78, 41, 71),
+    "BUTLER (best of 8)": (46, 39, 74, 100, 22, 24, 37),
+}
+TABLE3_COLUMNS = ("pick_and_place_simple", "pick_clean_then_place_in_recep", "pick_heat_then_place_in_recep",
+                  "pick_cool_then_place_in_recep", "look_at_obj_in_light", "pick_two_obj_and_place")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AlfworldConfig:
+    """The ``alfworld`` section of ``configs/eval.yaml``."""
+
+    split: str = "valid_unseen"
+    games: int = 134  # generated eval games (the official valid_unseen has 134)
+    train_games: int = 60  # generated train games (the project's exemplars come from them)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise ConfigError(f"alfworld.split={self.split!r}: choose one of {', '.join(SPLITS)}")
+        if self.games < 1 or self.train_games < 18:
+            raise ConfigError("alfworld.games must be at least 1 and alfworld.train_games at least 18 (3 per type)")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> AlfworldConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"unknown alfworld settings {unknown}; known: {sorted(known)}")
+        return cls(**dict(values))
+
+
+def generated_root(env: AlfworldConfig) -> Path:
+    """Where the generated games of ``env`` lie (``<root>/json_2.1.1/<split>``)."""
+    from react_bench.envs.alfworld.generate import GENERATOR_VERSION
+
+    return cache_dir() / "alfworld" / f"generated-v{GENERATOR_VERSION}-seed{env.seed}-{env.games}-{env.train_games}"
+
+
+def generated_split(env: AlfworldConfig, split: str) -> Path:
+    """The generated games of ``split`` (``valid_unseen``: ``env.games``; ``train``: ``env.train_games``),
+    built on first use (into a folder of its own, renamed into place when complete) with a
+    summary of their task types and plan lengths in ``<root>/summary.json``."""
+    import shutil
+
+    from react_bench.envs.alfworld.generate import games, generate_split
+
+    n = env.games if split == "valid_unseen" else env.train_games
+    folder = generated_root(env) / "json_2.1.1" / split
+    if (folder / ".complete").exists():
+        return folder
+    building = folder.with_name(f"{folder.name}.building-{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    kept = generate_split(building, split, n, seed=env.seed)
+    if kept < n:
+        raise DataError(f"alfworld: only {kept} of {n} {split} games could be generated")
+    lengths: dict[str, list[int]] = {}
+    for game in games(building / split):
+        task_type = json.loads((game / "traj_data.json").read_text())["task_type"]
+        lengths.setdefault(task_type, []).append(len(json.loads((game / "game.tw-pddl").read_text())["walkthrough"]))
+    summary = {t: {"games": len(v), "plan_min": min(v), "plan_mean": round(sum(v) / len(v), 1), "plan_max": max(v)}
+               for t, v in sorted(lengths.items())}  # fmt: skip
+    (building / split / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (building / split / ".complete").write_text("", encoding="utf-8")
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        (building / split).rename(folder)
+    except OSError:  # another process finished first: its games are the same
+        pass
+    shutil.rmtree(building, ignore_errors=True)
+    return folder
+
+
+def own_exemplars(env: AlfworldConfig) -> dict[str, Any]:
+    """The project's exemplars, from the generated train games (built once, kept beside them)."""
+    from react_bench.envs.alfworld import exemplars
+
+    train = generated_split(env, "train")
+    path = train / "exemplars.json"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(exemplars.build(train)), encoding="utf-8")
+        os.replace(tmp, path)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _description(gamefile: Path) -> str:
+    grammar = json.loads(gamefile.read_text(encoding="utf-8")).get("grammar", "")
+    match = re.search(r"Your task is to: (.*?)\.\"", grammar)
+    return match.group(1) if match else ""
+
+
+class AlfworldTask:
+    info: ClassVar[TaskInfo] = TaskInfo(
+        name="alfworld",
+        title="ALFWorld",
+        metrics=("success",),
+        primary_metric="success",
+        column="ALFWorld success",
+        paper={"PaLM-540B best of 6": {"react": 71.0, "act": 45.0}, "PaLM-540B mean of 6": {"react": 57.0}},
+        paper_table=TABLE3_SOURCE,
+        answers=False,
+        modes=("react", "act"),
+        groups=("task_type",),
+        protocol={"max_steps": 50},
+    )
+    env_group: ClassVar[str | None] = "alfworld"
+
+    def __init__(self) -> None:
+        self.coverage: Coverage | None = None
+        self.games = AlfworldConfig()  # the settings of the last examples() (the prompts' exemplars follow them)
+
+    def env_config(self, values: Mapping[str, Any], protocol: str) -> AlfworldConfig:
+        return AlfworldConfig.from_mapping(values)
+
+    def split_folder(self, config: TaskConfig, env: AlfworldConfig) -> Path:
+        given = config.data_dir or os.environ.get("ALFWORLD_DATA")
+        if given:
+            root = Path(given).expanduser()
+            for folder in (root / "json_2.1.1" / env.split, root / env.split, root):
+                if folder.is_dir() and folder.name == env.split:
+                    return folder
+            raise DataError(f"alfworld: no {env.split} games under {root} (expected {root}/json_2.1.1/{env.split}); "
+                            "unset task.data_dir and $ALFWORLD_DATA for the generated games")  # fmt: skip
+        if env.split == "valid_seen":
+            raise ConfigError("alfworld.split=valid_seen needs the official data (task.data_dir); the generated "
+                              "games have valid_unseen and train")  # fmt: skip
+        return generated_split(env, env.split)
+
+    def examples(self, config: TaskConfig, env_config: AlfworldConfig | None = None) -> list[Example]:
+        env = self.games = env_config if env_config is not None else AlfworldConfig()
+        if config.split == "paper500":
+            raise ConfigError("task=alfworld has no paper500 split: alfworld.split chooses the games")
+        folder = self.split_folder(config, env)
+        examples = []
+        for traj_file in sorted(folder.rglob("traj_data.json")):
+            game = traj_file.parent
+            gamefile = game / "game.tw-pddl"
+            if "movable" in str(game) or "Sliced" in str(game) or not gamefile.exists():
+                continue
+            traj = json.loads(traj_file.read_text(encoding="utf-8"))
+            if traj.get("task_type") not in KINDS or not json.loads(gamefile.read_text(encoding="utf-8")).get(
+                "solvable"
+            ):
+                continue
+            examples.append(Example(str(game.relative_to(folder)), _description(gamefile), "",
+                                    {"task_type": traj["task_type"], "gamefile": str(gamefile.resolve()),
+                                     "scene": (traj.get("scene") or {}).get("scene_num")}))  # fmt: skip
+        if not examples:
+            raise DataError(f"alfworld: no playable games under {folder}")
+        chosen, self.coverage = select(Pool.of(str(folder), examples), replace(config, split="all"))
+        return chosen
+
+    def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
+        return {"success": float(reward == 1.0)}
+
+    def text_format(self) -> LineFormat:
+        return alfworld_format()
+
+    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None,
+               pair: tuple[int, int] | None = None) -> PromptSpec:  # fmt: skip
+        first, second = pair if pair is not None else (1, 0)
+        prefix = key or ("act" if style in ("act", "tool_use_act") else "react")
+        if file is not None:
+            texts = _read(Path(file).expanduser().resolve())
+            source = f"{file}#{prefix}_<type>_{first}+{second}"
+        else:
+            own = own_exemplars(self.games)
+            texts = {
+                f"{prefix}_{kind}_{i}": text for kind, items in own[prefix].items() for i, text in enumerate(items)
+            }
+            source = f"react_bench:alfworld/{prefix}_<type>_{first}+{second}"
+        variants = []
+        for task_type, kind in KINDS.items():
+            keys = (f"{prefix}_{kind}_{first}", f"{prefix}_{kind}_{second}")
+            missing = [k for k in keys if k not in texts]
+            if missing:
+                raise ConfigError(f"prompt: {source} has no exemplars {missing}")
+            variants.append((task_type, texts[keys[0]] + texts[keys[1]]))
+        return PromptSpec(INSTRUCTION if instruction is None else instruction, "", source, tuple(variants), "task_type")
+
+    def environment(self, config: TaskConfig, env_config: AlfworldConfig) -> ALFWorldFactory:
+        from react_bench.envs.alfworld.engine import tw_env
+
+        tw_env()  # a clear error now if the engine is missing
+        return ALFWorldFactory()
