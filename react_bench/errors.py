@@ -8,6 +8,22 @@ here rather than in any one of them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
 
 class ConfigError(ValueError):
     """A setting that cannot work (missing key variable, unknown model, missing extra)."""
+
+
+def settings_of(cls: type[T], values: Mapping[str, Any], group: str) -> T:
+    """``cls(**values)`` for a dataclass of settings; an unknown key is a ConfigError naming the
+    group's known settings (``group``: as the config names it, e.g. ``webshop``)."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"unknown {group} settings {unknown}; known: {sorted(known)}")
+    return cls(**dict(values))

@@ -213,10 +213,13 @@ def _breakdown(records: list[dict[str, Any]], info: TaskInfo) -> dict[str, dict[
             value = (record.get("metadata") or {}).get(key)
             if value is not None and metric in record:
                 groups.setdefault(key, {}).setdefault(str(value), []).append(float(record[metric]))
-    return {
-        key: {value: {"n": len(v), metric: sum(v) / len(v)} for value, v in sorted(values.items())}
-        for key, values in groups.items()
-    }
+    breakdown: dict[str, dict[str, Any]] = {}
+    for key, values in groups.items():
+        breakdown[key] = {}
+        for value, scores in sorted(values.items()):
+            ci = bootstrap_ci(scores, seed=0)
+            breakdown[key][value] = {"n": len(scores), metric: ci.mean, "ci95": [ci.low, ci.high]}
+    return breakdown
 
 
 def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
@@ -226,6 +229,11 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
         if name in metrics:
             m = metrics[name]
             rows.append((name, f"{100 * m['mean']:.1f}", f"[{100 * m['ci95'][0]:.1f}, {100 * m['ci95'][1]:.1f}]"))
+    for key, values in (metrics.get("by_group") or {}).items():
+        for value, m in values.items() if key in info.shown_groups else ():
+            low, high = m["ci95"]
+            rows.append((f"  {key} {value} (n={m['n']})", f"{100 * m[info.primary_metric]:.1f}",
+                         f"[{100 * low:.1f}, {100 * high:.1f}]"))  # fmt: skip
     for source, figures in info.paper.items():
         if metrics["mode"] in figures:
             rows.append((f"paper ({source})", f"{figures[metrics['mode']]:.1f}", ""))

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
@@ -192,11 +192,7 @@ def _task_context(context: ContextConfig, protocol: str, info: TaskInfo) -> Cont
 
 
 def _context(values: Mapping[str, Any]) -> ContextConfig:
-    known = {f.name for f in fields(ContextConfig)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"unknown context settings {unknown}; known: {sorted(known)}")
-    return ContextConfig(**dict(values))
+    return settings_of(ContextConfig, values, "context")
 
 
 def _pair(value: Any) -> tuple[int, int] | None:

@@ -23,7 +23,7 @@ from react_bench.environment import UNPARSED, Action, Example
 from react_bench.envs.alfworld.env import ALFWORLD_ACTIONS, alfworld_action, alfworld_format, command_of, observed
 from react_bench.envs.alfworld.fidelity import KEYS as FIDELITY_KEYS
 from react_bench.envs.alfworld.fidelity import replay
-from react_bench.envs.alfworld.generate import TASK_TYPES, games, generate_game, scenes
+from react_bench.envs.alfworld.generate import TASK_TYPES, games, generate_game, generate_split, scenes
 from react_bench.errors import ConfigError
 from react_bench.evaluate import build_prompts, evaluate
 from react_bench.loop import LoopConfig
@@ -81,6 +81,17 @@ def test_generation_is_deterministic_by_seed(tmp_path: Path) -> None:
     assert (tmp_path / "c" / "initial_state.pddl").read_text() != texts[0][0]
 
 
+@pytest.mark.slow
+def test_a_split_is_the_same_whatever_the_number_of_workers(tmp_path: Path) -> None:
+    built = []
+    for workers in (1, 2):
+        root = tmp_path / f"w{workers}"
+        assert generate_split(root, "valid_unseen", 6, seed=3, progress=False, workers=workers) == 6
+        built.append({g.relative_to(root).as_posix(): (g / "initial_state.pddl").read_text() for g in games(root)})
+    assert built[0] == built[1]
+    assert sorted(name.split("/")[1].split("-")[0] for name in built[0]) == sorted(TASK_TYPES)  # one of each type
+
+
 def tool_turns(commands: list[str]) -> list[ModelResponse]:
     out = []
     for i, command in enumerate(commands):
@@ -111,7 +122,10 @@ async def test_the_expert_wins_every_generated_game_through_both_runners(
     assert all((r["reason"], r["reward"], r["success"]) == ("done", 1.0, 1.0) for r in rows)
     assert all(r["steps"] == len(walkthrough(e)) <= 50 for r, e in zip(rows, eval_games, strict=True))
     assert result.metrics["success"]["mean"] == 1.0
-    assert set(result.metrics["by_group"]["task_type"]) == set(TASK_TYPES)
+    by_type = result.metrics["by_group"]["task_type"]
+    assert {t: (m["n"], m["success"], m["ci95"]) for t, m in by_type.items()} == {
+        t: (2, 1.0, [1.0, 1.0]) for t in TASK_TYPES
+    }
     acted = result.metrics["actions"]
     assert (acted["n"], acted["invalid_rate"], acted["think_share"]) == (len(commands), 0.0, 0.0)
 

@@ -59,7 +59,11 @@ def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
     assert metrics["accuracy"]["mean"] == 0.5 and metrics["n"] == 4
     assert metrics["out_of_label_set"] == 1
     assert (metrics["bad_calls"], metrics["repairs"], metrics["usage"]["input_tokens"]) == (4, {"quotes": 4}, 40)
-    assert metrics["by_group"]["label"] == {"REFUTES": {"n": 2, "accuracy": 1.0}, "SUPPORTS": {"n": 2, "accuracy": 0.0}}
+    assert metrics["by_group"]["label"] == {
+        "REFUTES": {"n": 2, "accuracy": 1.0, "ci95": [1.0, 1.0]},
+        "SUPPORTS": {"n": 2, "accuracy": 0.0, "ci95": [0.0, 0.0]},
+    }
+    assert "label REFUTES" not in format_table(metrics, task_info("fever"))  # FEVER shows no breakdown rows
     table = format_table(metrics, task_info("fever"))
     assert "answers not a label  1" in table and "NOT APPLIED" in table and "60.9" in table  # the paper's ReAct FEVER
 

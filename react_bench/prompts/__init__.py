@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from react_bench.errors import ConfigError
 
@@ -78,6 +78,27 @@ def refuse_pair(task: str, pair: tuple[int, int] | None) -> None:
         raise ConfigError(
             f"prompt.pair chooses two of three exemplars per task type (task=alfworld); task={task} has none"
         )
+
+
+class OneGroupPrompts:
+    """``prompt()`` of a task whose exemplars are one group (so no ``prompt.pair``): the task's own
+    (``own_prompts()``, a prompt file's mapping) or a file by path."""
+
+    info: ClassVar[Any]  # the task's TaskInfo
+
+    def own_prompts(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def prompt(
+        self,
+        style: str,
+        file: str | None,
+        key: str | None,
+        instruction: str | None,
+        pair: tuple[int, int] | None = None,
+    ) -> PromptSpec:
+        refuse_pair(self.info.name, pair)
+        return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
 
 
 def load_instruction(file: str | Path, key: str | None) -> str:

@@ -32,13 +32,13 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from react_bench.environment import Example
-from react_bench.envs.alfworld.env import ALFWorldFactory, alfworld_format
-from react_bench.errors import ConfigError
+from react_bench.envs.alfworld.env import KINDS, ALFWorldFactory, alfworld_format
+from react_bench.errors import ConfigError, settings_of
 from react_bench.paths import cache_dir
 from react_bench.prompts import PromptSpec, _read
 from react_bench.runners.formats import LineFormat
@@ -47,14 +47,6 @@ from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskIn
 INSTRUCTION = "Interact with a household to solve a task. Here are two examples.\n"  # the notebook's
 SPLITS = ("valid_unseen", "valid_seen", "train")
 PAIRS = ((0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1))
-KINDS = {
-    "pick_and_place_simple": "put",
-    "pick_clean_then_place_in_recep": "clean",
-    "pick_heat_then_place_in_recep": "heat",
-    "pick_cool_then_place_in_recep": "cool",
-    "look_at_obj_in_light": "examine",
-    "pick_two_obj_and_place": "puttwo",
-}
 # Yao et al. (2022), Table 3 (PaLM-540B; success rates in %, per task type and overall), as
 # transcribed from the paper (arXiv:2210.03629v3): Pick, Clean, Heat, Cool, Look, Pick 2, All.
 TABLE3_SOURCE = "Yao et al. (2022), Table 3 (PaLM-540B, 134 unseen games)"
@@ -85,11 +77,7 @@ class AlfworldConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> AlfworldConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown alfworld settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(values))
+        return settings_of(cls, values, "alfworld")
 
 
 def generated_root(env: AlfworldConfig) -> Path:
@@ -164,6 +152,7 @@ class AlfworldTask:
         answers=False,
         modes=("react", "act"),
         groups=("task_type",),
+        shown_groups=("task_type",),
         protocol={"max_steps": 50},
     )
     env_group: ClassVar[str | None] = "alfworld"

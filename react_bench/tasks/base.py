@@ -243,6 +243,7 @@ class TaskInfo:
     answers: bool = True  # examples carry reference answers: the modes without actions apply
     modes: tuple[str, ...] | None = None  # the modes it runs; None: every mode
     groups: tuple[str, ...] = ()  # metadata keys of the breakdowns (question type, task type, ...)
+    shown_groups: tuple[str, ...] = ()  # those the console's table shows, a row per value
     # The paper's per-task protocol: what ``protocol=paper`` fixes besides the shared settings.
     protocol: Mapping[str, Any] = field(default_factory=dict)
 

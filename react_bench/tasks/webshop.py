@@ -35,7 +35,7 @@ from react_bench.envs.webshop.catalog import Catalog
 from react_bench.envs.webshop.env import WebShopFactory
 from react_bench.envs.webshop.render import render
 from react_bench.errors import ConfigError
-from react_bench.prompts import PromptSpec, load_prompt, refuse_pair
+from react_bench.prompts import OneGroupPrompts
 from react_bench.runners.formats import LineFormat
 from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
 
@@ -60,7 +60,7 @@ INSTRUCTIONS = {
 }
 
 
-class WebShopTask:
+class WebShopTask(OneGroupPrompts):
     info: ClassVar[TaskInfo] = TaskInfo(
         name="webshop",
         title="WebShop",
@@ -124,17 +124,6 @@ class WebShopTask:
 
         exemplars = own_exemplars(Catalog.generate(), webshop_format())
         return {"instructions": INSTRUCTIONS, "exemplars": exemplars}
-
-    def prompt(
-        self,
-        style: str,
-        file: str | None,
-        key: str | None,
-        instruction: str | None,
-        pair: tuple[int, int] | None = None,
-    ) -> PromptSpec:
-        refuse_pair(self.info.name, pair)
-        return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
 
     def environment(self, config: TaskConfig, env_config: WebShopConfig) -> WebShopFactory:
         if env_config.url is not None:

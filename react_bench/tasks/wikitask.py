@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from react_bench.envs.wiki import WikiConfig, WikiEnvFactory, make_env_factory
 from react_bench.envs.wiki.env import wiki_format
-from react_bench.prompts import PromptSpec, load_prompt, own_prompt_file, refuse_pair
+from react_bench.prompts import OneGroupPrompts, own_prompt_file
 from react_bench.runners.formats import NumberedFormat
 from react_bench.tasks.base import Coverage, TaskConfig, TaskInfo
 
@@ -29,7 +29,7 @@ PALM_FEVER = {"standard": 57.1, "cot": 56.3, "cot_sc": 60.4, "act": 58.9, "react
               "cot_sc_react": 64.6, "react_cot_sc": 62.0}  # fmt: skip
 
 
-class WikiTask:
+class WikiTask(OneGroupPrompts):
     """The shared part of the Wikipedia tasks; a subclass gives ``info``, its examples and scores."""
 
     info: ClassVar[TaskInfo]
@@ -45,17 +45,6 @@ class WikiTask:
 
     def own_prompts(self) -> dict[str, Any]:
         return own_prompt_file(self.prompt_file)
-
-    def prompt(
-        self,
-        style: str,
-        file: str | None,
-        key: str | None,
-        instruction: str | None,
-        pair: tuple[int, int] | None = None,
-    ) -> PromptSpec:
-        refuse_pair(self.info.name, pair)
-        return load_prompt(self.own_prompts(), style, file, key, instruction, name=self.info.name)
 
     def env_config(self, values: Mapping[str, Any], protocol: str) -> WikiConfig:
         wiki = WikiConfig.from_mapping(values)

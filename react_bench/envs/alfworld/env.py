@@ -34,6 +34,15 @@ from react_bench.models.base import ToolSpec
 from react_bench.runners.formats import LineFormat
 
 NOTHING = "Nothing happens."
+# The six task types, each by the word the prompt files name it with (``react_{kind}_{i}``).
+KINDS = {
+    "pick_and_place_simple": "put",
+    "pick_clean_then_place_in_recep": "clean",
+    "pick_heat_then_place_in_recep": "heat",
+    "pick_cool_then_place_in_recep": "cool",
+    "look_at_obj_in_light": "examine",
+    "pick_two_obj_and_place": "puttwo",
+}
 
 
 def _tool(name: str, form: str, description: str, *params: str) -> ToolSpec:

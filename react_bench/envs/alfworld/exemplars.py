@@ -14,16 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from react_bench.envs.alfworld.env import first_observation, observed
+from react_bench.envs.alfworld.env import KINDS, first_observation, observed
 
-PREFIXES = {
-    "pick_and_place_simple": "put",
-    "pick_clean_then_place_in_recep": "clean",
-    "pick_heat_then_place_in_recep": "heat",
-    "pick_cool_then_place_in_recep": "cool",
-    "look_at_obj_in_light": "examine",
-    "pick_two_obj_and_place": "puttwo",
-}
 VERBS = {"clean": "clean it with sinkbasin", "heat": "heat it with microwave", "cool": "cool it with fridge"}
 
 
@@ -56,7 +48,7 @@ def exemplar(gamefile: Path, walkthrough: list[str], thoughts: bool) -> str:
     from react_bench.envs.alfworld.engine import close_env, make_env
 
     traj = json.loads((gamefile.parent / "traj_data.json").read_text(encoding="utf-8"))
-    kind = PREFIXES[traj["task_type"]]
+    kind = KINDS[traj["task_type"]]
     p = traj["pddl_params"]
     obj, target = p["object_target"].lower(), (p["parent_target"] or p["toggle_target"]).lower()
     env = make_env(gamefile)
@@ -89,9 +81,9 @@ def build(train: Path, per_type: int = 3) -> dict[str, Any]:
     """``{"react": {prefix: [text, ...]}, "act": {...}}`` from the train games in the folder ``train``."""
     from react_bench.envs.alfworld.generate import games
 
-    chosen: dict[str, list[Path]] = {kind: [] for kind in PREFIXES.values()}
+    chosen: dict[str, list[Path]] = {kind: [] for kind in KINDS.values()}
     for game in games(train):
-        kind = PREFIXES.get(json.loads((game / "traj_data.json").read_text())["task_type"])
+        kind = KINDS.get(json.loads((game / "traj_data.json").read_text())["task_type"])
         if kind is not None and len(chosen[kind]) < per_type:
             chosen[kind].append(game)
     out: dict[str, Any] = {"react": {}, "act": {}}

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.envs.alfworld.engine import close_env, make_env, write_game_file
-from react_bench.envs.alfworld.env import first_observation, observed
+from react_bench.envs.alfworld.env import KINDS, first_observation, observed
 from react_bench.envs.alfworld.generate import Item, Receptacle, Scene, Task, _constants, problem, traj_data
 
 _NAMED = re.compile(r"\ban? ([a-z]+) (\d+)")
@@ -37,9 +37,7 @@ _FACING = re.compile(r"^You are facing the (.*?)\. Next to it")
 _TAKE = re.compile(r"^take ([a-z]+ \d+) from ([a-z]+ \d+)$")
 _PUT = re.compile(r"^put ([a-z]+ \d+) in/on ([a-z]+ \d+)$")
 _USE = re.compile(r"^use ([a-z]+ \d+)$")
-KEYS = {"put": "pick_and_place_simple", "clean": "pick_clean_then_place_in_recep",
-        "heat": "pick_heat_then_place_in_recep", "cool": "pick_cool_then_place_in_recep",
-        "examine": "look_at_obj_in_light", "puttwo": "pick_two_obj_and_place"}  # fmt: skip
+KEYS = {kind: task_type for task_type, kind in KINDS.items()}  # prompt-file word -> task type
 
 
 @dataclass

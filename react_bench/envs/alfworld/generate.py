@@ -17,8 +17,9 @@ problem, ``solvable`` and the expert's ``walkthrough``): the files ``AlfredTWEnv
 50-step cap are kept. The eval split (``valid_unseen``) uses the package's test floor plans
 (kitchens 1-6, living rooms 201-206, bedrooms 301-306, bathrooms 401-406), never seen in
 ``train``; all six task types (pick and place, look in light, clean, heat, cool, pick two), about
-equally many each. Deterministic by seed (the goal descriptions use the global ``random``, seeded
-per game).
+equally many each: each round of attempts aims only at the types still short of their share.
+Deterministic by seed, whatever the number of worker processes (the goal descriptions use the
+global ``random``, seeded per game; rounds are a fixed 8 attempts).
 
 What a generated scene simplifies: objects lie in receptacles that may hold them; openable
 receptacles start closed; non-openable receptacles (countertops, tables, shelves, ...) get 1-3
@@ -39,17 +40,12 @@ from typing import Any
 import numpy as np
 
 from react_bench.envs.alfworld.engine import alfworld_module, package_dir, play_expert
+from react_bench.envs.alfworld.env import KINDS
 
-GENERATOR_VERSION = 1
-TASK_TYPES = (
-    "pick_and_place_simple",
-    "look_at_obj_in_light",
-    "pick_clean_then_place_in_recep",
-    "pick_heat_then_place_in_recep",
-    "pick_cool_then_place_in_recep",
-    "pick_two_obj_and_place",
-)
+GENERATOR_VERSION = 2
+TASK_TYPES = tuple(KINDS)
 MAX_STEPS = 50
+BATCH = 8  # attempts per round, whatever the workers: the games depend on the seed alone
 # task type -> the receptacle type its state change needs
 APPLIANCE = {
     "pick_clean_then_place_in_recep": "SinkBasin",
@@ -257,8 +253,9 @@ def traj_data(task: Task, scene: Scene, description: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def generate_game(scene: Scene, seed: int, folder: Path) -> bool:
-    """One game of ``scene`` into ``folder`` (``seed`` picks everything); False if none was kept."""
+def generate_game(scene: Scene, seed: int, folder: Path, wanted: tuple[str, ...] = TASK_TYPES) -> bool:
+    """One game of ``scene`` into ``folder`` (``seed`` picks everything), of one of the ``wanted``
+    task types; False if none was kept."""
     c = _constants()
     rng = random.Random(f"alfworld-{GENERATOR_VERSION}-{scene.number}-{seed}")
     receptacles = _receptacles(scene, rng, c)
@@ -271,7 +268,10 @@ def generate_game(scene: Scene, seed: int, folder: Path) -> bool:
         return False
     by_type: dict[str, list[Task]] = {}
     for task in tasks:
-        by_type.setdefault(task.task_type, []).append(task)
+        if task.task_type in wanted:
+            by_type.setdefault(task.task_type, []).append(task)
+    if not by_type:
+        return False
     task_type = rng.choice(sorted(by_type))
     task = rng.choice(by_type[task_type])
     taken = {r.location for r in receptacles}
@@ -303,10 +303,10 @@ def games(root: Path) -> Iterator[Path]:
             yield traj.parent
 
 
-def _attempt(job: tuple[int, int, str]) -> tuple[bool, str]:
+def _attempt(job: tuple[int, int, str, tuple[str, ...]]) -> tuple[bool, str]:
     """One generation attempt (a worker process's job): (kept, the folder it wrote)."""
-    number, seed, folder = job
-    ok = generate_game(scenes()[number], seed, Path(folder))
+    number, seed, folder, wanted = job
+    ok = generate_game(scenes()[number], seed, Path(folder), wanted)
     return ok, folder
 
 
@@ -329,8 +329,9 @@ def generate_split(root: Path, split: str, n: int, seed: int = 0, progress: bool
     bar = tqdm(total=n, desc=f"generating ALFWorld {split} games", disable=not progress, unit="game")
     with ProcessPoolExecutor(max_workers=workers) as pool:
         while kept < n and attempt < 40 * n:
+            wanted = tuple(t for t in TASK_TYPES if per_type[t] < quota)  # each attempt aims at a type still short
             jobs = [(candidates[(attempt + i) % len(candidates)].number, seed * 100_000 + attempt + i,
-                     str(staging / f"{attempt + i}")) for i in range(2 * workers)]  # fmt: skip
+                     str(staging / f"{attempt + i}"), wanted) for i in range(BATCH)]  # fmt: skip
             attempt += len(jobs)
             for ok, folder in pool.map(_attempt, jobs):
                 game = Path(folder)

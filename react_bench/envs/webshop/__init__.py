@@ -13,10 +13,10 @@ for the run), ``seed`` / ``products`` / ``goals`` (the generated catalog), ``tim
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import OPERATIONAL
 from react_bench.runners.formats import LineFormat
 
@@ -41,11 +41,7 @@ class WebShopConfig:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> WebShopConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown webshop settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(values))
+        return settings_of(cls, values, "webshop")
 
 
 def start_server(config: WebShopConfig) -> Any:

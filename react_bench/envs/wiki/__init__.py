@@ -29,12 +29,12 @@ Imports of the backends are lazy so that the offline path never imports ``wikipe
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from react_bench.envs.wiki.env import WikiBackend, WikiEnv
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 
 Backend = Literal["local", "live", "replay"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
@@ -69,11 +69,7 @@ class WikiConfig:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> WikiConfig:
         """From a plain mapping (e.g. ``OmegaConf.to_container(cfg.wiki)``); unknown keys are errors."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"unknown wiki settings {unknown}; known: {sorted(known)}")
-        return cls(**dict(values))
+        return settings_of(cls, values, "wiki")
 
 
 @dataclass
