@@ -19,9 +19,10 @@ Claude models, the provider-neutral request otherwise), with the estimate in ``d
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from react_bench.errors import ConfigError
@@ -97,9 +98,13 @@ def estimate_run(solver: Solver, questions: Sequence[str], *, caching: bool, min
 
 @dataclass
 class Budget:
-    """``max_cost_usd``: an example starts only if what is spent, what is in flight and its own
-    estimate stay within the budget. The estimate is the mean cost of the examples finished so
-    far, or before any has finished, the dry-run estimate (an upper bound)."""
+    """``max_cost_usd``: an example starts only if what is spent, what the examples in flight will
+    spend and its own estimate stay within the budget. The estimate is the mean cost of the
+    examples finished so far (the dearest of them: a budget is not passed on the mean), or before
+    any has finished, the dry-run estimate (an upper bound).
+    An example that would pass the budget only because of the examples in flight waits for one
+    of them to finish (its cost is then measured, not guessed) instead of being given up: the
+    run stops close to the budget, not at the first example's upper bound."""
 
     limit: float
     spent: float
@@ -107,6 +112,7 @@ class Budget:
     finished: list[float]
     in_flight: dict[str, float]
     skipped: list[str]
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     @staticmethod
     def start(
@@ -120,15 +126,24 @@ class Budget:
         estimate = calls_cost_usd(model, [first.usage]) or 0.0
         return Budget(limit, float(sum(spent)), estimate, [], {}, [])
 
-    def admit(self, example_id: str) -> bool:
-        estimate = sum(self.finished) / len(self.finished) if self.finished else self.first_estimate
-        if self.spent + sum(self.in_flight.values()) + estimate > self.limit:
-            self.skipped.append(example_id)
-            return False
-        self.in_flight[example_id] = estimate
-        return True
+    def estimate(self) -> float:
+        return max(self.finished) if self.finished else self.first_estimate
 
-    def done(self, example_id: str, cost: float | None) -> None:
-        self.in_flight.pop(example_id, None)
-        self.spent += cost or 0.0
-        self.finished.append(cost or 0.0)
+    async def admit(self, example_id: str) -> bool:
+        async with self._changed:
+            while True:
+                estimate = self.estimate()
+                if self.spent + estimate > self.limit:
+                    self.skipped.append(example_id)
+                    return False
+                if self.spent + (len(self.in_flight) + 1) * estimate <= self.limit:
+                    self.in_flight[example_id] = estimate
+                    return True
+                await self._changed.wait()  # an example in flight finishes: spent and estimate are measured
+
+    async def done(self, example_id: str, cost: float | None) -> None:
+        async with self._changed:
+            self.in_flight.pop(example_id, None)
+            self.spent += cost or 0.0
+            self.finished.append(cost or 0.0)
+            self._changed.notify_all()

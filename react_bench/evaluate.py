@@ -2,7 +2,8 @@
 
 Files of a run (see ``results.py`` for reading them back):
 - ``run.json``: the resolved config, the protocol fingerprint, the settings the model did
-  not take (``not_applied``), the model's capabilities; written before the first example.
+  not take (``not_applied``), the model's capabilities, the endpoint its requests went to (a
+  host, never a key) and the SDK's version; written before the first example.
 - ``examples.jsonl``: one line per finished example, appended and fsynced as it finishes
   (group commits off the event loop: ``rundir.RunWriter``), so a crash loses at most the
   examples in flight; an example counts as finished only once its lines are on disk.
@@ -38,8 +39,8 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
-from react_bench.models.base import ModelClient, operational
-from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.base import ModelClient, endpoint_host, operational, sdk_of
+from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.counting import counting_scope
 from react_bench.models.replay import CassetteKind, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
@@ -47,7 +48,7 @@ from react_bench.prompts import PromptSpec, load_instruction
 from react_bench.results import summarize
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
-from react_bench.types import ModelResponse
+from react_bench.types import ModelResponse, Usage
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,8 @@ class Run:
             "config": _jsonable(asdict(cfg)),
             "composed": cfg.composed,  # the settings as composed: what resume and replay start from
             "model_name": model.name,
+            "endpoint": endpoint_host(self.stack.client),  # host[:port] the requests went to; None: no server
+            "sdk": sdk_of(self.stack.client),
             "model_capabilities": capabilities_to_dict(model.capabilities),
             "not_applied": self.not_applied,
             "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in self.prompts.items()},
@@ -281,7 +284,7 @@ class Run:
         async def one(example: Example) -> None:
             nonlocal finished
             async with semaphore:
-                if budget is not None and not budget.admit(example.id):
+                if budget is not None and not await budget.admit(example.id):
                     return  # left for a resumed run with a larger budget
                 sink = None if on_event is None else functools.partial(on_event, example.id)
                 with example_scope(example.id) as calls, counting_scope() as (counts, cached):
@@ -290,9 +293,9 @@ class Run:
                 record = example_record(example, outcome, scores, self.task.info.primary_metric)
                 record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
                 record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
-                record["cost_usd"] = _cost(self.model.name, calls, cached, batched)
+                record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, cached, batched)
                 if budget is not None:
-                    budget.done(example.id, record["cost_usd"])
+                    await budget.done(example.id, record["cost_usd"])
                 lines = rundir.json_line(record), rundir.json_line(cassette_line(example.id, calls, cassette_kind))
             # The next example may start while these lines go to disk; this one counts once they are there.
             await writer.write(*lines)
@@ -340,14 +343,19 @@ def new_run_id(cfg: RunConfig | None = None) -> str:
     return run_id
 
 
-def _cost(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> float | None:
-    """What the example's calls cost in this run (None: a price is unknown). A response served
-    from the request cache was paid for by an earlier run, except one that a batch of this run
-    produced: that one at the Batches API's half price."""
+def _costs(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> tuple[float | None, float | None]:
+    """(spent, saved) by the example's calls in this run, in USD; (None, None) for a model with
+    no price, never a silent 0. *Spent*: the calls that reached the API, a response of this run's
+    batch at the Batches API's half price. *Saved*: the responses served from the request cache
+    (paid for by an earlier run), priced as they would have been."""
+    if cost_usd(model, Usage()) is None:
+        return None, None
     responses = [c for c in calls if isinstance(c, ModelResponse)]
     live = calls_cost_usd(model, [c.usage for c in responses if c.id not in cached])
     batch = calls_cost_usd(model, [c.usage for c in responses if c.id in cached and c.id in batched])
-    return None if live is None or batch is None else live + 0.5 * batch
+    saved = calls_cost_usd(model, [c.usage for c in responses if c.id in cached and c.id not in batched])
+    spent = None if live is None or batch is None else live + 0.5 * batch
+    return spent, saved
 
 
 def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> dict[str, Any]:

@@ -35,7 +35,7 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 _SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", "retries", "request_cache",
-                   "replaced_chars", "bad_calls", "repairs", "cost_usd", "steps", "reward")  # fmt: skip
+                   "replaced_chars", "bad_calls", "repairs", "cost_usd", "saved_usd", "steps", "reward")  # fmt: skip
 
 
 def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
@@ -73,6 +73,9 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
         "primary_metric": info.primary_metric,
         "metrics": list(info.metrics),
         "not_applied": run["not_applied"],
+        "protocol": (run.get("config") or {}).get("protocol"),
+        "endpoint": run.get("endpoint"),  # host[:port] (None: no server, or a run made before it was recorded)
+        "sdk": run.get("sdk"),
     }
     for name in metric_names:
         values = [float(r[name]) for r in records]
@@ -96,7 +99,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     if records and "in_label_set" in records[0]:
         # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
         metrics["out_of_label_set"] = sum(1 for r in records if not r["in_label_set"])
-    metrics["cost_usd"] = _cost(records)
+    metrics["cost_usd"] = _cost(records, _superseded_spent(Path(run_dir)))
     labels = [r["_failure_label"] for r in records]
     metrics["failure_labels"] = {label: labels.count(label) for label in FAILURE_LABELS if label in labels}
     is_grounded = [r["_grounded"] for r in records]
@@ -188,15 +191,47 @@ def failure_label(record: dict[str, Any]) -> str:
     return "wrong_answer"
 
 
-def _cost(records: list[dict[str, Any]]) -> dict[str, float | None]:
-    """Cost of the run, per example and per correct answer; None (unknown) when any example's
-    price is unknown, never a silent 0."""
-    costs = [r.get("cost_usd") for r in records]
-    if not records or any(c is None for c in costs):
-        return {"total": None, "per_example": None, "per_correct": None}
-    total = float(sum(c for c in costs if c is not None))
+def _cost(records: list[dict[str, Any]], superseded: float | None = 0.0) -> dict[str, float | None]:
+    """What the run cost, in USD; None (unknown) where any example's price is unknown, never a silent 0.
+
+    - ``spent``: the calls that reached the API (this run's, the errored attempts that
+      ``retry_errors`` replaced included): the money, equal to pricing the API's own log;
+    - ``saved``: the calls served from the request cache, priced as they would have been;
+    - ``total``, ``per_example``, ``per_correct``: the price of the answers' calls, spent or
+      saved alike, so a cached rerun costs what the first run cost and runs compare fairly.
+    """
+    if not records:
+        return {"spent": superseded or 0.0, "saved": 0.0, "total": None, "per_example": None, "per_correct": None}
+    spent_each: list[float | None] = [r.get("cost_usd") for r in records]
+    saved_each: list[float | None] = [r.get("saved_usd", 0.0) for r in records]  # older runs: none recorded
+    spent_known = [c for c in spent_each if c is not None]
+    saved_known = [c for c in saved_each if c is not None]
+    spent_ok, saved_ok = len(spent_known) == len(records), len(saved_known) == len(records)
+    spent = superseded + float(sum(spent_known)) if superseded is not None and spent_ok else None
+    saved = float(sum(saved_known)) if saved_ok else None
+    if not (spent_ok and saved_ok):
+        return {"spent": spent, "saved": saved, "total": None, "per_example": None, "per_correct": None}
+    total = float(sum(spent_known) + sum(saved_known))
     correct = sum(1 for r in records if r.get("correct"))
-    return {"total": total, "per_example": total / len(records), "per_correct": total / correct if correct else None}
+    return {"spent": spent, "saved": saved, "total": total, "per_example": total / len(records),
+            "per_correct": total / correct if correct else None}  # fmt: skip
+
+
+def _superseded_spent(run_dir: Path) -> float | None:
+    from react_bench.rundir import SUPERSEDED
+
+    path = run_dir / SUPERSEDED
+    if not path.exists():
+        return 0.0
+    costs = [json.loads(line).get("cost_usd") for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return None if any(c is None for c in costs) else float(sum(costs))
+
+
+def cache_summary(metrics: dict[str, Any]) -> str:
+    """``"15 of 15 calls served from the request cache"`` (the calls the cache saw)."""
+    cache = metrics.get("request_cache") or {}
+    hits, misses = int(cache.get("hits") or 0), int(cache.get("misses") or 0)
+    return f"{hits} of {hits + misses} calls served from the request cache"
 
 
 def billed_equivalent_input(usage: dict[str, int]) -> float:
@@ -220,6 +255,10 @@ def _breakdown(records: list[dict[str, Any]], info: TaskInfo) -> dict[str, dict[
             ci = bootstrap_ci(scores, seed=0)
             breakdown[key][value] = {"n": len(scores), metric: ci.mean, "ci95": [ci.low, ci.high]}
     return breakdown
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.4f}"
 
 
 def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
@@ -259,14 +298,22 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     if usage["cache_read_input_tokens"] or usage["cache_creation_input_tokens"]:
         cache = f"read {usage['cache_read_input_tokens']}, written {usage['cache_creation_input_tokens']}"
         rows.append(("  of which cache", cache, ""))
+    served = metrics.get("request_cache") or {}
+    if served.get("hits") or served.get("misses"):
+        rows.append(("request cache", cache_summary(metrics), "a hit is not sent, not paid again"))
     cost = metrics.get("cost_usd") or {}
-    if cost.get("total") is None:
+    if cost.get("spent") is None and cost.get("total") is None:
         rows.append(("cost (USD)", "unknown (no price for this model)", ""))
     else:
-        per_correct = "n/a" if cost["per_correct"] is None else f"{cost['per_correct']:.4f}"
-        rows.append(
-            ("cost (USD)", f"{cost['total']:.4f}", f"per example {cost['per_example']:.4f}, per correct {per_correct}")
-        )
+        rows.append(("spent (USD)", _usd(cost.get("spent")), "calls that reached the API"))
+        if cost.get("saved"):
+            rows.append(("saved (USD)", _usd(cost.get("saved")), "calls served from the request cache, at price"))
+        if cost.get("total") is not None:
+            per_correct = "n/a" if cost["per_correct"] is None else f"{cost['per_correct']:.4f}"
+            rows.append(("cost of the answers", f"{cost['total']:.4f}",
+                         f"per example {cost['per_example']:.4f}, per correct {per_correct}"))  # fmt: skip
+    if metrics.get("endpoint") or metrics.get("sdk"):
+        rows.append(("endpoint", str(metrics.get("endpoint") or "-"), str(metrics.get("sdk") or "")))
     if metrics["not_applied"]:
         rows.append(("NOT APPLIED", "; ".join(metrics["not_applied"]), ""))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

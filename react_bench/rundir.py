@@ -12,7 +12,8 @@ Rules a next engineer needs:
   new, never half), so nothing is counted twice and the cassette stays in step.
 - ``retry_errors``: the examples that ended with reason ``error`` (a fault that outlived
   the retries) are taken out of both files the same way and run again; the new line
-  replaces the old, so no id ever has two lines.
+  replaces the old, so no id ever has two lines; the old lines are kept in ``superseded.jsonl``
+  (what those attempts spent is still the run's spending).
 - Lines are written with ``ensure_ascii=False``; text that cannot be encoded (a lone
   surrogate that reached a record through the data) falls back to ASCII escapes rather
   than failing the run.
@@ -32,6 +33,7 @@ from typing import Any
 from react_bench.errors import ConfigError
 
 EXAMPLES, CALLS, RUN_JSON, METRICS = "examples.jsonl", "calls.jsonl", "run.json", "metrics.json"
+SUPERSEDED = "superseded.jsonl"  # the errored attempts that retry_errors replaced (what they spent stays counted)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -109,6 +111,8 @@ def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str
         if read_run_json(run_dir)["fingerprint"] != fingerprint:
             raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
         drop = errored_ids(run_dir / EXAMPLES) if retry_errors else set()
+        if drop:
+            keep_superseded(run_dir, drop)
         return finished_ids(run_dir / EXAMPLES, run_dir / CALLS, drop)
     if resume:
         raise ConfigError(f"resume: there is no run at {run_dir} to resume")
@@ -121,6 +125,20 @@ def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str
 
 def errored_ids(examples: Path) -> set[str]:
     return {i for i, raw in complete_lines(examples).items() if json.loads(raw).get("reason") == "error"}
+
+
+def keep_superseded(run_dir: Path, ids: set[str]) -> None:
+    """Append the lines of ``ids`` to superseded.jsonl (fsynced) before they leave examples.jsonl,
+    each line once: a crash between the two steps and a second retry add nothing twice."""
+    lines = [raw for id_, raw in complete_lines(run_dir / EXAMPLES).items() if id_ in ids]
+    path = run_dir / SUPERSEDED
+    have = set(path.read_bytes().splitlines(keepends=True)) if path.exists() else set()
+    new = [raw for raw in lines if raw not in have]
+    if new:
+        with path.open("ab") as f:
+            f.write(b"".join(new))
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def finished_ids(examples: Path, calls: Path, drop: set[str] | None = None) -> set[str]:

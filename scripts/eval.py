@@ -45,6 +45,18 @@ LOCAL_NOTE = (
 )
 
 
+def _python() -> str:
+    """The interpreter running this, as a command to copy: ``.venv/bin/python`` from the repo root."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return str(exe)
+
+
+PYTHON = _python()  # in the commands printed to resume or rerun a run (bare ``python`` may not be the venv's)
+
+
 def fail(message: str, code: int = 2) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(code)
@@ -116,7 +128,7 @@ def main(cfg: DictConfig) -> None:
         else:
             print(
                 f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
-                f"  python scripts/eval.py resume={run_dir}",
+                f"  {PYTHON} scripts/eval.py resume={run_dir}",
                 file=sys.stderr,
             )
         sys.exit(130)
@@ -127,16 +139,19 @@ def main(cfg: DictConfig) -> None:
         print(format_table(result.metrics, task_info(run_cfg.task.name)))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
     if result.n_over_budget:
+        spent = (result.metrics.get("cost_usd") or {}).get("spent")
+        spent_text = "an unknown amount" if spent is None else f"${spent:.4f}"
         print(
-            f"\nbudget: {result.n_over_budget} example(s) not started (max_cost_usd={run_cfg.max_cost_usd} would have "
-            f"been passed); finish them with:\n  python scripts/eval.py resume={result.run_dir} max_cost_usd=<more>",
+            f"\nbudget: {spent_text} spent of max_cost_usd={run_cfg.max_cost_usd}; {result.n_over_budget} example(s) "
+            f"not started (the next would have passed it); finish them with:\n"
+            f"  {PYTHON} scripts/eval.py resume={result.run_dir} max_cost_usd=<more>",
             file=sys.stderr,
         )
         sys.exit(0 if sweeping() else 4)
     if result.metrics["errors"]:
         print(
             f"\n{result.metrics['errors']} example(s) ended in an error (see examples.jsonl, reason 'error'); "
-            f"rerun exactly those with:\n  python scripts/eval.py resume={result.run_dir} retry_errors=true",
+            f"rerun exactly those with:\n  {PYTHON} scripts/eval.py resume={result.run_dir} retry_errors=true",
             file=sys.stderr,
         )
         sys.exit(0 if sweeping() else 3)  # a sweep goes on to its next job

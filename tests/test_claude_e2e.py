@@ -87,7 +87,8 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
     assert record["cost_usd"] == pytest.approx(expected) and expected > 0
     assert result.metrics["cost_usd"]["total"] == pytest.approx(expected)
     assert result.metrics["cost_usd"]["per_correct"] == pytest.approx(expected)  # the one example is right
-    assert re.search(r"^cost \(USD\) +\d+\.\d{4} +per example", table, re.M)
+    assert re.search(r"^spent \(USD\) +\d+\.\d{4} +calls that reached the API", table, re.M)
+    assert re.search(r"^cost of the answers +\d+\.\d{4} +per example", table, re.M)
 
 
 async def test_tool_use_runner_with_thinking_sent_back_verbatim(server, tmp_path):

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from react_bench.models.capabilities import calls_cost_usd
 from react_bench.testing.messages_server import MessagesServer
+from react_bench.types import Usage
 from tests.support import REPO, eval_py, records, run_dir_of
 from tests.support_oracle import Oracle, gold_answers
 
@@ -211,7 +213,7 @@ def test_ctrl_c_prints_the_resume_command_which_finishes_the_run(tmp_path: Path)
         assert process.returncode == 130, stderr
         assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 2, stderr
         command = stderr.strip().splitlines()[-1].split()
-        assert command[:3] == ["python", "scripts/eval.py", f"resume={run_dir}"]
+        assert command[:3] == [sys.executable, "scripts/eval.py", f"resume={run_dir}"]  # the interpreter that ran it
         resumed = subprocess.run(
             [sys.executable, *command[1:], "progress=false"],
             cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True, text=True, timeout=300,
@@ -244,4 +246,12 @@ def test_retry_errors_reruns_exactly_the_errored_examples(tmp_path: Path) -> Non
     assert f"({len(errored)} new example(s)" in rerun.stdout  # exactly the errored ones ran again
     check_complete(run_dir, golds)
     assert {r["id"]: r for r in records(run_dir) if r["id"] in kept} == kept  # the others untouched
-    assert json.loads((run_dir / "metrics.json").read_text())["em"]["mean"] == 1.0  # the fault-free score
+    metrics = json.loads((run_dir / "metrics.json").read_text())
+    assert metrics["em"]["mean"] == 1.0  # the fault-free score
+    # what the run says it spent is what the server billed, priced independently: the errored
+    # attempts that retry_errors replaced included (their lines kept in superseded.jsonl)
+    billed = calls_cost_usd("claude-sonnet-4-6", [Usage.from_dict(b["usage"]) for b in server.billed])
+    assert billed is not None and billed > 0
+    assert metrics["cost_usd"]["spent"] == pytest.approx(billed)
+    superseded = [json.loads(line) for line in (run_dir / "superseded.jsonl").read_text().splitlines()]
+    assert {r["id"] for r in superseded} == errored

@@ -10,8 +10,9 @@ import pytest
 
 from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
+from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
-from react_bench.tasks import TaskConfig
+from react_bench.tasks import TaskConfig, task_info
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from tests.support_oracle import Oracle, gold_answers
 
@@ -45,8 +46,30 @@ async def test_a_cached_rerun_makes_no_request_and_costs_nothing(tmp_path, key):
     assert [r["prediction"] for r in records(again.run_dir)] == [r["prediction"] for r in records(first.run_dir)]
     assert again.metrics["request_cache"] == {"hits": 6, "misses": 0}
     assert first.metrics["request_cache"] == {"hits": 0, "misses": 6}
-    assert again.metrics["cost_usd"]["total"] == 0.0 < first.metrics["cost_usd"]["total"]
+    spent_first, spent_again = first.metrics["cost_usd"]["spent"], again.metrics["cost_usd"]["spent"]
+    assert spent_again == 0.0 < spent_first  # nothing paid again ...
+    assert again.metrics["cost_usd"]["saved"] == pytest.approx(spent_first)  # ... and what it would have cost
+    # the same answers at the same price
+    assert again.metrics["cost_usd"]["total"] == pytest.approx(first.metrics["cost_usd"]["total"])
     assert refreshed.metrics["request_cache"]["misses"] == 6
+    table = format_table(again.metrics, task_info("hotpotqa"))
+    assert "6 of 6 calls served from the request cache" in table and "saved (USD)" in table
+
+
+async def test_the_cache_is_keyed_by_the_endpoint_and_run_json_records_it(tmp_path, key):
+    """Another server is another model, whatever its name: its answers never come from this one's."""
+    golds = gold_answers(2)
+    with MessagesServer(responder=Oracle(golds)) as one, MessagesServer(responder=Oracle(golds)) as other:
+        first = await evaluate(claude(one, tmp_path, "a", n=2), out=io.StringIO())
+        second = await evaluate(claude(other, tmp_path, "b", n=2), out=io.StringIO())
+        assert len(one.requests) == len(other.requests) == 4  # the second server was asked everything
+        hosts = [(first, one.base_url.removeprefix("http://")), (second, other.base_url.removeprefix("http://"))]
+    assert second.metrics["request_cache"] == {"hits": 0, "misses": 4}
+    for result, host in hosts:
+        run = json.loads((result.run_dir / "run.json").read_text())
+        assert run["endpoint"] == host  # host:port, never a key
+        assert run["sdk"].startswith("anthropic ") and result.metrics["endpoint"] == run["endpoint"]
+        assert "test-key-not-real" not in (result.run_dir / "run.json").read_text()
 
 
 async def test_cot_sc_samples_are_distinct_requests_and_a_damaged_entry_is_a_miss(tmp_path, key):
@@ -112,6 +135,21 @@ async def test_the_budget_stops_a_run_and_resume_finishes_it(tmp_path, key):
     final = records(resumed.run_dir)
     assert len(final) == n and len({r["id"] for r in final}) == n and resumed.n_over_budget == 0
     assert resumed.metrics["em"]["mean"] == 1.0
+
+
+async def test_the_budget_runs_close_to_its_limit_with_examples_in_flight(tmp_path, key):
+    """With four examples in flight, one that only fits once they have finished waits for them
+    (their cost measured) instead of being given up: the run stops close to the budget."""
+    n = 20
+    with MessagesServer(responder=Oracle(gold_answers(n))) as server:
+        probe = await evaluate(claude(server, tmp_path, "p", n=1, request_cache="off"), out=io.StringIO())
+        limit = 6.5 * probe.metrics["cost_usd"]["spent"]
+        stopped = await evaluate(claude(server, tmp_path, "b", n=n, request_cache="off", concurrency=4,
+                                        max_cost_usd=limit), out=io.StringIO())  # fmt: skip
+    done = records(stopped.run_dir)
+    spent = stopped.metrics["cost_usd"]["spent"]
+    assert spent == pytest.approx(sum(r["cost_usd"] for r in done)) and spent <= limit  # never passed
+    assert len(done) >= 5 and stopped.n_over_budget == n - len(done)  # close to it: about six fit
 
 
 def standard_oracle(golds: dict[str, str]):

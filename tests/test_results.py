@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from react_bench.results import format_table, summarize
 from react_bench.tasks import load_task, task_info
@@ -42,12 +43,16 @@ def test_cost_is_summed_and_unknown_is_never_zero(tmp_path):
         r["correct"] = i == 0
     write_run(tmp_path, "hotpotqa", priced)
     cost = summarize(tmp_path, task.info)["cost_usd"]
-    assert cost == {"total": 0.5, "per_example": 0.25, "per_correct": 0.5}
+    assert cost == {"spent": 0.5, "saved": 0.0, "total": 0.5, "per_example": 0.25, "per_correct": 0.5}
+    priced[1]["saved_usd"] = 0.75  # served from the request cache: not spent, but the answer's price
+    write_run(tmp_path, "hotpotqa", priced)
+    cost = summarize(tmp_path, task.info)["cost_usd"]
+    assert cost == {"spent": 0.5, "saved": 0.75, "total": 1.25, "per_example": 0.625, "per_correct": 1.25}
     priced[1]["cost_usd"] = None  # one example on a model without a price
     write_run(tmp_path, "hotpotqa", priced)
     metrics = summarize(tmp_path, task.info)
-    assert metrics["cost_usd"]["total"] is None
-    assert "cost (USD)           unknown" in format_table(metrics, task_info("hotpotqa"))
+    assert metrics["cost_usd"]["total"] is None and metrics["cost_usd"]["spent"] is None
+    assert re.search(r"cost \(USD\) +unknown", format_table(metrics, task_info("hotpotqa")))
 
 
 def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):

@@ -120,6 +120,15 @@ class AnthropicClient:
         )
         self._wire_cache = WireCache()
 
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, as the SDK resolved it (``base_url``, ``ANTHROPIC_BASE_URL`` or its default)."""
+        return str(self._sdk.base_url)
+
+    @property
+    def sdk(self) -> str:
+        return f"anthropic {anthropic.__version__}"
+
     async def aclose(self) -> None:
         await self._sdk.close()
 

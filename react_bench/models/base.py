@@ -119,6 +119,31 @@ class ModelClient(Protocol):
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]: ...
 
 
+def endpoint_of(client: object) -> str | None:
+    """The URL a network client sends its requests to, as its SDK resolved it (``base_url``, or
+    the SDK's own environment variable and default); None for a client with no endpoint."""
+    value = getattr(client, "endpoint", None)
+    return None if value is None else str(value).rstrip("/")
+
+
+def endpoint_host(client: object) -> str | None:
+    """The endpoint as ``host[:port]`` (never a user, a password or a query): what run.json records."""
+    from urllib.parse import urlsplit
+
+    url = endpoint_of(client)
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or url
+    return f"{host}:{parts.port}" if parts.port else host
+
+
+def sdk_of(client: object) -> str | None:
+    """``"<package> <version>"`` of the SDK a client speaks through (None: none)."""
+    value = getattr(client, "sdk", None)
+    return None if value is None else str(value)
+
+
 @runtime_checkable
 class BatchClient(Protocol):
     """A provider that also takes requests in batches (Anthropic's Message Batches API), at half

@@ -2,8 +2,10 @@
 
 ``CachedModel`` (``cache=true``, the default; ``cache=false`` bypasses it, ``cache=refresh``
 asks the model again and overwrites): a complete response is stored on disk, keyed by the
-whole request (the client's kind and model name, messages, prompt, system, tools, tool choice,
-every sampling setting, stops, thinking, cache points) plus the sample index, so a rerun of
+endpoint the client's SDK sends to (``base_url`` as resolved, environment variable included: a
+run against another server never reads this one's answers) and the whole request (the client's
+kind and model name, messages, prompt, system, tools, tool choice, every sampling setting,
+stops, thinking, cache points) plus the sample index, so a rerun of
 the same configuration makes no model call while CoT-SC's samples at temperature 0.7 stay
 distinct calls. Only complete responses are stored, never failures. An entry that cannot be
 read (a damaged file) is a miss and is overwritten, never a crash. Entries live under
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, stream_response
+from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, endpoint_of, stream_response
 from react_bench.models.collector import response_to_events
 from react_bench.models.counting import count, served_from_cache
 from react_bench.types import ModelResponse, response_from_dict, response_to_dict
@@ -44,7 +46,8 @@ def default_request_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "react-bench" / "requests"
 
 
-# client settings that cannot change a response (where and how patiently it is asked)
+# client settings that cannot change a response (how patiently it is asked, which key pays);
+# where it is asked is in the key as the endpoint the SDK resolved (base_url or its environment variable)
 _NOT_IN_KEY = frozenset({"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch"})
 
 
@@ -53,6 +56,7 @@ def request_key(client: object, model: str, request: ModelRequest) -> str:
     settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
     data = {
         "client": type(client).__name__,
+        "endpoint": endpoint_of(client),  # another server is another model, whatever its name
         "settings": {k: v for k, v in settings.items() if k not in _NOT_IN_KEY},  # e.g. prompt_caching
         "model": model,
         "request": dataclasses.asdict(request),

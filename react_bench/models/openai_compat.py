@@ -85,6 +85,17 @@ class OpenAICompatClient:
             max_retries=0,
         )
 
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, as the SDK resolved it (``base_url``, ``OPENAI_BASE_URL`` or its default)."""
+        return str(self._client.base_url)
+
+    @property
+    def sdk(self) -> str:
+        import openai
+
+        return f"openai {openai.__version__}"
+
     def _common(self, request: ModelRequest) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.name, "max_tokens": request.max_tokens, "stream": True}
         if request.temperature is not None:

@@ -354,6 +354,9 @@ class MessagesServer:
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
         self.requests: list[RecordedRequest] = []
+        # What the server would bill: every complete answer (model, usage, whether from a batch);
+        # a cut stream or an error bills nothing here
+        self.billed: list[dict[str, Any]] = []
         self.connections = 0  # TCP connections accepted (keep-alive: far fewer than requests)
         self._script: deque[Spec] = deque(script)
         self._lock = threading.Lock()
@@ -421,6 +424,7 @@ class MessagesServer:
             if isinstance(spec, Reply):
                 message = build_message(spec, request["params"], number=number, cache=self.cache)
                 result: dict[str, Any] = {"type": "succeeded", "message": message}
+                self._bill(message, batch=True)
             elif isinstance(spec, (Dropped, Truncated, StreamError)):
                 error = ApiError(500, "api_error", "Internal server error")
                 result = {"type": "errored", "error": error.body()}
@@ -433,6 +437,10 @@ class MessagesServer:
             batch = Batch(f"msgbatch_local_{len(self.batches) + 1:04d}", results, self.batch_polls)
             self.batches[batch.id] = batch
         return batch
+
+    def _bill(self, message: Mapping[str, Any], *, batch: bool = False) -> None:
+        with self._lock:
+            self.billed.append({"model": message["model"], "usage": dict(message["usage"]), "batch": batch})
 
     def _next_spec(self, body: dict[str, Any]) -> Spec | None:
         with self._lock:
@@ -588,10 +596,14 @@ class _Handler(BaseHTTPRequestHandler):
         reply = spec if isinstance(spec, Reply) else spec.reply
         message = build_message(reply, body, number=number, cache=self.state.cache)
         if not body.get("stream"):
+            if isinstance(spec, Reply):
+                self.state._bill(message)
             return self._json(200, message) if isinstance(spec, Reply) else self._drop()
         events = stream_events(message, chunk=self.state.chunk, json_chunk=self.state.json_chunk)
         if isinstance(spec, (Dropped, Truncated, StreamError)):
             events = events[: spec.after_events]
+        else:
+            self.state._bill(message)
         self._start_stream()
         for name, payload in events:
             self._chunk(encode_sse(name, payload))
