@@ -26,6 +26,7 @@ import datetime as dt
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -287,10 +288,13 @@ class Run:
                 if budget is not None and not await budget.admit(example.id):
                     return  # left for a resumed run with a larger budget
                 sink = None if on_event is None else functools.partial(on_event, example.id)
+                started = time.monotonic()
                 with example_scope(example.id) as calls, counting_scope() as (counts, cached):
                     outcome = await self.solver.solve(example, sink)
+                wall_s = time.monotonic() - started
                 scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
                 record = example_record(example, outcome, scores, self.task.info.primary_metric)
+                record["wall_s"] = round(wall_s, 4)  # the example's own time, environment and model together
                 record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
                 record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
                 record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, cached, batched)

@@ -132,6 +132,7 @@ class ConfidenceInterval:
     n: int
     n_resamples: int
     seed: int
+    method: str = "bootstrap"  # "bootstrap" (percentile) or "wilson" (a proportion's score interval)
 
 
 def _as_array(values: Iterable[float], what: str) -> np.ndarray:
@@ -174,6 +175,36 @@ def bootstrap_ci(
     array = _as_array(values, "bootstrap_ci")
     low, high = _percentiles(_bootstrap_means(array, n_resamples, seed), confidence)
     return ConfidenceInterval(float(array.mean()), low, high, confidence, array.size, n_resamples, seed)
+
+
+Z95 = 1.959963984540054  # the standard normal's 97.5% quantile
+
+
+def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> ConfidenceInterval:
+    """Wilson's score interval of a proportion: never collapses to a point at small n (3 of 3
+    right gives [43.9, 100], where the bootstrap gives [100, 100])."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError("wilson_ci: need 0 <= successes <= n and n >= 1")
+    if confidence != 0.95:
+        from scipy.stats import norm
+
+        z = float(norm.ppf(0.5 + confidence / 2))
+    else:
+        z = Z95
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return ConfidenceInterval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, n, 0, 0, "wilson")
+
+
+def score_ci(values: Iterable[float], seed: int = 0) -> ConfidenceInterval:
+    """The interval a table shows for a mean of per-example scores: Wilson's for 0/1 scores (EM,
+    accuracy, success), the percentile bootstrap for graded ones (F1, WebShop's reward)."""
+    array = _as_array(values, "score_ci")
+    if np.all((array == 0) | (array == 1)):
+        return wilson_ci(int(array.sum()), int(array.size))
+    return bootstrap_ci(array, seed=seed)
 
 
 def _canonical(value: Any) -> Any:

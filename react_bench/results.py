@@ -1,5 +1,9 @@
 """Reading runs back: per-example records, metrics with confidence intervals, tables.
 
+Intervals: a 0/1 score's mean (EM, label accuracy, success) gets Wilson's score interval,
+which stays honest at small n (3 of 3 right: [43.9, 100]); a graded score (F1, WebShop's
+reward) the percentile bootstrap (``metrics.score_ci``).
+
 ``load_examples(run_dir)`` gives the examples as a pandas DataFrame (one row per example,
 the trajectory kept as a column of dicts) for notebooks; ``summarize`` computes the run's
 metrics from ``examples.jsonl`` alone, so a resumed or crashed run is scored the same way
@@ -14,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import bootstrap_ci, grounded
+from react_bench.metrics import grounded, score_ci
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -35,7 +39,8 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 _SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", "retries", "request_cache",
-                   "replaced_chars", "bad_calls", "repairs", "cost_usd", "saved_usd", "steps", "reward")  # fmt: skip
+                   "replaced_chars", "bad_calls", "repairs", "cost_usd", "saved_usd", "steps", "reward", "wall_s",
+                   "calls")  # fmt: skip
 
 
 def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
@@ -79,8 +84,8 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     }
     for name in metric_names:
         values = [float(r[name]) for r in records]
-        ci = bootstrap_ci(values, seed=0)
-        metrics[name] = {"mean": ci.mean, "ci95": [ci.low, ci.high]}
+        ci = score_ci(values, seed=0)  # Wilson's for 0/1 scores, the bootstrap for graded ones
+        metrics[name] = {"mean": ci.mean, "ci95": [ci.low, ci.high], "ci_method": ci.method}
     usage = sum((Usage.from_dict(r["usage"]) for r in records), Usage())
     metrics["usage"] = usage.to_dict()
     metrics["reasons"] = dict(Counter(r["reason"] for r in records))
@@ -110,6 +115,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
         else 0.0
     )
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
+    metrics["wall"] = _wall(records)
     counts: Counter[str] = Counter()
     for r in records:
         counts.update(r["_actions"])
@@ -227,6 +233,17 @@ def _superseded_spent(run_dir: Path) -> float | None:
     return None if any(c is None for c in costs) else float(sum(costs))
 
 
+def _wall(records: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Wall time per example (each example's own, from its start to its answer) and per model call
+    (an example's time over its calls, environment included); None for runs made before it was kept."""
+    timed = [r for r in records if r.get("wall_s") is not None]
+    if not timed:
+        return {"per_example_s": None, "per_call_s": None}
+    total = sum(float(r["wall_s"]) for r in timed)
+    calls = sum(int(r.get("calls") or 0) for r in timed)
+    return {"per_example_s": total / len(timed), "per_call_s": total / calls if calls else None}
+
+
 def cache_summary(metrics: dict[str, Any]) -> str:
     """``"15 of 15 calls served from the request cache"`` (the calls the cache saw)."""
     cache = metrics.get("request_cache") or {}
@@ -252,7 +269,7 @@ def _breakdown(records: list[dict[str, Any]], info: TaskInfo) -> dict[str, dict[
     for key, values in groups.items():
         breakdown[key] = {}
         for value, scores in sorted(values.items()):
-            ci = bootstrap_ci(scores, seed=0)
+            ci = score_ci(scores, seed=0)
             breakdown[key][value] = {"n": len(scores), metric: ci.mean, "ci95": [ci.low, ci.high]}
     return breakdown
 
@@ -284,6 +301,10 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     rows.append(("finish reasons", ", ".join(f"{k}={v}" for k, v in sorted(metrics["reasons"].items())), ""))
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
+    wall = metrics.get("wall") or {}
+    if wall.get("per_example_s") is not None:
+        per_call = "" if wall.get("per_call_s") is None else f"{wall['per_call_s']:.2f} s per model call"
+        rows.append(("wall time", f"{wall['per_example_s']:.2f} s per example", per_call))
     rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
     acted = metrics.get("actions") or {}
     if acted.get("n"):

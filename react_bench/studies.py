@@ -6,14 +6,21 @@ run path imports this module. ``scripts/compare.py`` and the notebooks use these
 Decisions a next engineer needs:
 - A *run* is a folder with a ``run.json``; ``find_runs`` accepts run folders or folders that
   hold runs at any depth.
-- Table 1: one row per mode, one column per task (HotpotQA EM, FEVER accuracy), each cell
-  ``mean [95% CI] (n)``, with the paper's PaLM-540B and GPT-3 figures beside. When several runs
-  fill one cell, the newest is shown and the others are listed below the table. A cell is
-  marked ``*`` for ``protocol=custom``, ``†`` when its example ids differ from the other
-  runs of its task, ``‡`` when examples ended in an error (scored as wrong). Nothing is mixed.
+- Table 1: one row per mode, runner and model (a sweep over runners or models shows each),
+  one column per task (HotpotQA EM, FEVER accuracy, ...), each cell ``mean [95% CI] (n)``
+  (Wilson's interval for a proportion), with the paper's PaLM-540B and GPT-3 figures beside.
+  When several runs fill one cell, the newest is shown and every other one is named below the
+  table with the reason (``every_run=True``: a row per run). A cell is marked ``*`` for
+  ``protocol=custom`` (the paper's figure beside it is not like for like), ``†`` when its
+  example ids differ from the other runs of its task, ``‡`` when examples ended in an error
+  (scored as wrong), ``§`` when the model did not take a protocol setting. Nothing is mixed.
 - Paired comparisons (runs of one task over exactly the same example ids): the difference of
   the primary metric, its 95% paired bootstrap CI (``scipy.stats.bootstrap``, paired, 10,000
-  resamples, seeded) and McNemar's exact p (``statsmodels``), from the per-example correctness.
+  resamples, seeded) and McNemar's exact p (``statsmodels``), from the per-example correctness,
+  with Holm's adjustment over all the pairs of the study beside the raw p (many pairs, many
+  chances of a small p).
+- Per-question diff of two runs over the same ids (``question_diff``): the questions whose
+  correctness changed, both answers, the gold, both trajectories' locations.
 - Accuracy at k (the paper's Figure 2): CoT-SC with the majority of the first k stored samples
   (empty answers abstain, ties to the earliest); ReAct->CoT-SC uses the ReAct answer where ReAct
   answered and the first-k majority where it backed off (exact); CoT-SC->ReAct backs off to the
@@ -71,6 +78,15 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
             "tokens_in": sum((metrics.get("usage") or {}).get(k, 0) for k in
                              ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
             "grounded_accuracy": metrics.get("grounded_accuracy"), "ids": tuple(run["example_ids"]),
+            "not_applied": tuple(run.get("not_applied") or ()),
+            "spent_usd": (metrics.get("cost_usd") or {}).get("spent"),
+            "saved_usd": (metrics.get("cost_usd") or {}).get("saved"),
+            "cache_hits": (metrics.get("request_cache") or {}).get("hits", 0),
+            "calls": sum((metrics.get("request_cache") or {}).get(k, 0) for k in ("hits", "misses")),
+            "endpoint": run.get("endpoint"),
+            "wall_s_per_example": (metrics.get("wall") or {}).get("per_example_s"),
+            "wall_s_per_call": (metrics.get("wall") or {}).get("per_call_s"),
+            "failure_labels": metrics.get("failure_labels") or {},
             "pair": tuple(config.get("prompt_pair") or ()) or None,
             "by_type": {k: v.get(primary) for k, v in ((metrics.get("by_group") or {}).get("task_type") or {}).items()},
         })  # fmt: skip
@@ -79,38 +95,78 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
 
 def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
     marks = ("*" if row["protocol"] == "custom" else "") + ("†" if len(ids_of_task) > 1 else "")
-    marks += "‡" if row["errors"] else ""
+    marks += ("‡" if row["errors"] else "") + ("§" if row["not_applied"] else "")
     return f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={row['n']}){marks}"
 
 
-def table1(runs: Any, runner: str | None = None) -> tuple[Any, list[str]]:
-    """The Table 1 grid (pandas) and notes on runs left out of it (older duplicates)."""
+ROW_KEYS = ("mode", "runner", "model")  # a row of Table 1: what was asked, how, of whom
+
+
+def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> tuple[Any, list[str]]:
+    """The Table 1 grid (pandas): a row per mode, runner and model (so a sweep over runners or
+    models shows every one), a column per task, the paper's figures beside; modes no run
+    covers keep a row with the paper's figures. A cell is the newest run of its mode, runner,
+    model and task; each run not shown is named in the notes with the reason. ``every_run``:
+    a row per run instead (its run id a column), nothing left out."""
     import pandas as pd
 
     notes: list[str] = []
     if runner is not None:
+        left = runs[runs["runner"] != runner]
+        notes += [f"{r.run_dir}: not shown (runner={r.runner}; the table is for runner={runner})"
+                  for r in left.itertuples()]  # fmt: skip
         runs = runs[runs["runner"] == runner]
     rows = []
     present = set(runs["task"]) if len(runs) else set()
     infos = [TASKS[name].info for name in TASKS if name in present]
     for mode in MODES:
-        row: dict[str, Any] = {"mode": mode}
-        for info in infos:
-            task, column = info.name, info.column
-            cell = runs[(runs["mode"] == mode) & (runs["task"] == task)].sort_values("started")
-            ids_of_task = set(runs[runs["task"] == task]["ids"])
-            if len(cell):
-                latest = cell.iloc[-1]
-                row[column] = _cell(latest, ids_of_task)
-                row[f"{column} cost (USD)"] = _money(latest["cost_usd"])
-                row[f"{column} cost/correct"] = _money(latest["cost_per_correct"])
-                notes += [f"{mode} {task}: also {r} (older, not shown)" for r in cell["run_dir"].iloc[:-1]]
-            else:
-                row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
-            for source, figures in info.paper.items():
-                row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
-        rows.append(row)
+        of_mode = runs[runs["mode"] == mode] if len(runs) else runs
+        keys: list[tuple[Any, ...]] = sorted({(r.runner, r.model) for r in of_mode.itertuples()})
+        if every_run:
+            keys = [(r.runner, r.model, r.run_id) for r in of_mode.sort_values("started").itertuples()]
+        for key in keys or [("", "")]:
+            row: dict[str, Any] = {"mode": mode, "runner": key[0], "model": key[1]}
+            if every_run:
+                row["run"] = key[2] if len(key) > 2 else ""
+            for info in infos:
+                task, column = info.name, info.column
+                match = (of_mode["task"] == task) & (of_mode["runner"] == key[0]) & (of_mode["model"] == key[1])
+                if every_run and len(key) > 2:
+                    match &= of_mode["run_id"] == key[2]
+                cell = of_mode[match].sort_values("started") if len(of_mode) else of_mode
+                ids_of_task = set(runs[runs["task"] == task]["ids"])
+                if len(cell):
+                    latest = cell.iloc[-1]
+                    row[column] = _cell(latest, ids_of_task)
+                    row[f"{column} cost (USD)"] = _money(latest["cost_usd"])
+                    none_right = latest["cost_usd"] is not None and latest["mean"] == 0
+                    row[f"{column} cost/correct"] = (
+                        "n/a (none right)" if none_right else _money(latest["cost_per_correct"])
+                    )
+                    why = f"an older run of {mode}/{key[0]} {key[1]} on {task}; the newest fills the cell"
+                    notes += [f"{r}: not shown ({why}; --every-run shows each)" for r in cell["run_dir"].iloc[:-1]]
+                else:
+                    row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
+                for source, figures in info.paper.items():
+                    row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
+            rows.append(row)
+    shown_modes = set(MODES)
+    notes += [f"{r.run_dir}: not shown (mode {r.mode} has no row in Table 1)" for r in runs.itertuples()
+              if r.mode not in shown_modes] if len(runs) else []  # fmt: skip
     return pd.DataFrame(rows), notes
+
+
+def custom_notes(runs: Any) -> list[str]:
+    """What a reader must know beside the table: runs off the paper's protocol (their paper
+    figures are not a like-for-like comparison) and settings a model did not take."""
+    out = []
+    for r in runs.itertuples() if len(runs) else ():
+        label = f"{r.task} {r.mode}/{r.runner} {r.model} ({r.run_id})"
+        if r.protocol == "custom":
+            out.append(f"{label}: protocol=custom, not the paper's protocol; the paper's figure is not like for like")
+        if r.not_applied:
+            out.append(f"{label}: not applied: {'; '.join(r.not_applied)}")
+    return out
 
 
 def table3(runs: Any) -> Any:
@@ -193,6 +249,29 @@ def paired(runs: Any) -> list[dict[str, Any]]:
             out.append({"task": a.task, "a": _label(a), "b": _label(b), "n": len(ids), "a_mean": float(xa.mean()),
                         "b_mean": float(xb.mean()), "difference": diff, "ci_low": low, "ci_high": high,
                         "a_only": table[0][1], "b_only": table[1][0], "mcnemar_p": p})  # fmt: skip
+    if out:
+        from statsmodels.stats.multitest import multipletests
+
+        adjusted = multipletests([r["mcnemar_p"] for r in out], method="holm")[1]
+        for r, q in zip(out, adjusted, strict=True):
+            r["holm_p"] = float(q)
+    return out
+
+
+def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
+    """The examples two runs over the same ids got differently (right in one, wrong in the other),
+    with both answers, the gold and where each trajectory lies (the run folder and the id)."""
+    a_records = {r["id"]: r for r in read_records(Path(a_dir))}
+    out = []
+    for b in read_records(Path(b_dir)):
+        a = a_records.get(b["id"])
+        if a is None or bool(a.get("correct")) == bool(b.get("correct")):
+            continue
+        out.append({"id": b["id"], "question": b.get("question"), "gold": b.get("gold"),
+                    "a_prediction": a.get("prediction"), "a_correct": bool(a.get("correct")),
+                    "b_prediction": b.get("prediction"), "b_correct": bool(b.get("correct")),
+                    "a_trajectory": f"{a_dir}/examples.jsonl#{a['id']}",
+                    "b_trajectory": f"{b_dir}/examples.jsonl#{b['id']}"})  # fmt: skip
     return out
 
 
@@ -251,51 +330,199 @@ def tokens_per_step(run_dir: Path) -> list[dict[str, float]]:
             for s, t in sorted(sums.items())]  # fmt: skip
 
 
+def _run_title(row: Any) -> str:
+    return f"{row.task} {row.mode}/{row.runner}\n{row.model} ({row.run_id})"
+
+
 def plot_k_curve(runs: Any, path: Path) -> None:
-    """Accuracy at k of every CoT-SC-based run (the paper's Figure 2 shape)."""
+    """Accuracy at k of every CoT-SC-based run (the paper's Figure 2 shape), with n and a 95%
+    Wilson band per run; the axis is 0-100% whatever the values (a flat 100 reads as 100)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for row in runs.itertuples():
-        if row.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
-            curve = k_curve(Path(row.run_dir), row.task, row.mode)
-            if curve:
-                ax.plot(range(1, len(curve) + 1), [100 * v for v in curve], marker="o", label=f"{row.task} {row.mode}")
     from matplotlib.ticker import MaxNLocator
 
+    from react_bench.metrics import wilson_ci
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for row in runs.itertuples() if len(runs) else ():
+        if row.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
+            curve = k_curve(Path(row.run_dir), row.task, row.mode)
+            n = len(read_records(Path(row.run_dir)))
+            if curve and n:
+                ks = range(1, len(curve) + 1)
+                (line,) = ax.plot(ks, [100 * v for v in curve], marker="o", ms=3,
+                                  label=f"{row.task} {row.mode}/{row.runner} (n={n})")  # fmt: skip
+                bands = [wilson_ci(round(v * n), n) for v in curve]
+                ax.fill_between(ks, [100 * b.low for b in bands], [100 * b.high for b in bands],
+                                color=line.get_color(), alpha=0.15, linewidth=0)  # fmt: skip
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, 100)
     ax.set_xlabel("CoT-SC samples k")
-    ax.set_ylabel("accuracy (%)")
+    ax.set_ylabel("accuracy (%), 95% Wilson band")
     ax.set_title("Accuracy at k (CoT-SC->ReAct: ReAct answer where known)", fontsize=9)
     if ax.lines:
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no CoT-SC run in this study", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
 def plot_tokens(runs: Any, path: Path) -> None:
-    """Input tokens per turn along the episodes of every agent run, cached parts stacked."""
+    """Input tokens per turn along the episodes of every agent run, cached parts stacked: a grid
+    of panels (three a row), each titled by its run, integer step ticks, one legend for all."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     agents = [r for r in runs.itertuples() if r.mode in ("react", "act", "react_cot_sc", "cot_sc_react")]
-    fig, axes = plt.subplots(1, max(1, len(agents)), figsize=(4 * max(1, len(agents)), 3.5), squeeze=False)
-    for ax, row in zip(axes[0], agents, strict=False):
+    columns = 2 if len(agents) == 4 else max(1, min(3, len(agents)))
+    rows = max(1, math.ceil(len(agents) / columns))
+    fig, axes = plt.subplots(rows, columns, figsize=(4.3 * columns, 3.3 * rows + 0.5), squeeze=False)
+    parts = (("uncached", "uncached"), ("written", "cache write"), ("read", "cache read"))
+    for i, ax in enumerate(axes.flat):
+        if i >= len(agents):
+            ax.set_visible(not agents)  # a spare panel of the grid: hidden (the empty figure keeps one for its note)
+            continue
+        row = agents[i]
         steps = tokens_per_step(Path(row.run_dir))
         x = [s["step"] for s in steps]
-        ax.bar(x, [s["uncached"] for s in steps], label="uncached")
-        ax.bar(x, [s["written"] for s in steps], bottom=[s["uncached"] for s in steps], label="cache write")
-        ax.bar(x, [s["read"] for s in steps], bottom=[s["uncached"] + s["written"] for s in steps], label="cache read")
-        ax.set_title(f"{row.task} {row.mode}/{row.runner}", fontsize=9)
+        bottom = [0.0] * len(steps)
+        for key, label in parts:
+            values = [s[key] for s in steps]
+            ax.bar(x, values, bottom=bottom, width=0.8, label=label)
+            bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+        ax.set_title(_run_title(row), fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if x:
+            ax.set_xlim(min(x) - 0.6, max(x) + 0.6)
+            ax.set_ylim(0, max(bottom) * 1.08 or 1)
         ax.set_xlabel("step")
         ax.set_ylabel("input tokens per turn")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if agents:
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
+    else:
+        axes[0][0].text(0.5, 0.5, "no agent run (react, act) in this study", ha="center", va="center")
+        axes[0][0].set_axis_off()
+    fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+LEGEND = ("`*` protocol=custom (the paper's figure beside it is not like for like); `†` example ids differ from the "
+          "task's other runs; `‡` examples ended in an error (scored as wrong); `§` the model did not take a "
+          "protocol setting (listed below)")  # fmt: skip
+
+
+def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, Any]:
+    """Every file of a study folder (``scripts/compare.py`` and a sweep's combined table both write
+    it): table1.md/.csv with its notes, paired.md, diff.md, failures.md, table3.md and context.md
+    where they apply, both plots, runs.csv, report.html. Returns what was written and the table."""
+    out.mkdir(parents=True, exist_ok=True)
+    table, notes = table1(runs, every_run=every_run)
+    table.to_csv(out / "table1.csv", index=False)
+    markdown = table.to_markdown(index=False)
+    lines = ["# Table 1 (ours beside the paper's)", "", markdown, "", LEGEND]
+    custom = custom_notes(runs)
+    if custom:
+        lines += ["", "Runs to read with care:", *[f"- {n}" for n in custom]]
+    if notes:
+        lines += ["", "Runs not shown, and why:", *[f"- {n}" for n in notes]]
+    (out / "table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pairs = paired(runs)
+    (out / "paired.md").write_text(paired_markdown(pairs), encoding="utf-8")
+    (out / "diff.md").write_text(diff_markdown(runs), encoding="utf-8")
+    (out / "failures.md").write_text(failures_markdown(runs), encoding="utf-8")
+    written = ["table1.md", "table1.csv", "paired.md", "diff.md", "failures.md"]
+    orderings = table3(runs)
+    if len(orderings):
+        (out / "table3.md").write_text("# ALFWorld per task type (the paper's Table 3 below)\n\n"
+                                       + orderings.to_markdown(index=False) + "\n", encoding="utf-8")  # fmt: skip
+        written.append("table3.md")
+    remedies = context_comparison(runs)
+    if len(remedies):
+        (out / "context.md").write_text("# Context remedies side by side\n\n" + remedies.to_markdown(index=False)
+                                        + "\n", encoding="utf-8")  # fmt: skip
+        written.append("context.md")
+    plot_k_curve(runs, out / "cot_sc_k_curve.png")
+    plot_tokens(runs, out / "tokens_per_step.png")
+    runs.drop(columns=["ids"]).to_csv(out / "runs.csv", index=False)
+    written += ["cot_sc_k_curve.png", "tokens_per_step.png", "runs.csv"]
+    from react_bench.report import write_report
+
+    write_report(runs, out, table_markdown="\n".join(lines), pairs=pairs)
+    written.append("report.html")
+    return {"table": table, "markdown": markdown, "notes": notes, "custom": custom, "written": written,
+            "orderings": orderings}  # fmt: skip
+
+
+def paired_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["# Paired comparisons (same task, same example ids)", "",
+             f"Holm's adjustment is over all {len(rows)} pairs of this study.", "",
+             "| task | A | B | n | A | B | A - B | 95% CI | A only | B only | McNemar p | Holm p |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"| {r['task']} | {r['a']} | {r['b']} | {r['n']} | {100 * r['a_mean']:.1f} | {100 * r['b_mean']:.1f} | "
+            f"{100 * r['difference']:+.1f} | [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}] | "
+            f"{r['a_only']} | {r['b_only']} | {r['mcnemar_p']:.3g} | {r['holm_p']:.3g} |"
+        )
+    if not rows:
+        lines.append("(no two runs share a task and example ids)")
+    return "\n".join(lines) + "\n"
+
+
+def comparable_pairs(runs: Any) -> list[tuple[Any, Any]]:
+    """Every two runs of one task over exactly the same example ids (older first)."""
+    rows = list(runs.sort_values("started").itertuples()) if len(runs) else []
+    return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1 :]
+            if a.task == b.task and set(a.ids) == set(b.ids) and a.n and a.n == b.n]  # fmt: skip
+
+
+def diff_markdown(runs: Any) -> str:
+    lines = ["# Per-question differences (runs over the same ids)", ""]
+    pairs = comparable_pairs(runs)
+    for a, b in pairs:
+        changed = question_diff(Path(a.run_dir), Path(b.run_dir))
+        lines += [f"## {a.task}: A = {_label(a)}, B = {_label(b)}", "",
+                  f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
+                  "(examples.jsonl, by id).", ""]  # fmt: skip
+        if changed:
+            lines += ["| id | question | gold | A answer | B answer |", "| --- | --- | --- | --- | --- |"]
+            for c in changed:
+                mark = {True: "right", False: "wrong"}
+                lines.append(f"| {c['id']} | {_md(c['question'])} | {_md(c['gold'])} | "
+                             f"{_md(c['a_prediction'])} ({mark[c['a_correct']]}) | "
+                             f"{_md(c['b_prediction'])} ({mark[c['b_correct']]}) |")  # fmt: skip
+            lines.append("")
+    if not pairs:
+        lines.append("(no two runs share a task and example ids)")
+    return "\n".join(lines) + "\n"
+
+
+def failures_markdown(runs: Any) -> str:
+    """The failure labels (results.FAILURE_LABELS, the paper's Table 2 done automatically) per run."""
+    from react_bench.results import FAILURE_LABELS
+
+    lines = ["# Failure labels per run (the first that applies; see docs/guide.md)", "",
+             "| run | n | " + " | ".join(FAILURE_LABELS) + " |",
+             "| --- | ---: | " + " | ".join("---:" for _ in FAILURE_LABELS) + " |"]  # fmt: skip
+    for r in runs.sort_values(["task", "mode", "runner", "started"]).itertuples() if len(runs) else ():
+        counts = r.failure_labels or {}
+        lines.append(f"| {r.task} {_label(r)} | {r.n} | " + " | ".join(str(counts.get(k, 0)) for k in FAILURE_LABELS)
+                     + " |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def _md(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")[:200]

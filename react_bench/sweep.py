@@ -4,7 +4,8 @@
 first job it fixes one run id for the whole sweep (``REACT_BENCH_SWEEP_ID``; the jobs' run
 folders all get it, whatever their task, mode and runner, and launchers that start worker
 processes pass the environment on); after the last job it loads the sweep's runs and writes
-the comparison (``studies``) to ``results/compare/<sweep id>/`` and prints the Table 1 grid.
+the whole study folder (``studies.write_study``: tables, plots, per-question diff, report.html)
+to ``results/compare/<sweep id>/`` and prints the Table 1 grid with its notes.
 Sweeps write nothing else: ``hydra.sweep.dir`` is the working folder itself, so no empty
 ``multirun/`` folders are left behind. An in-process sweep reuses a loaded local model (the
 model module keeps one per process).
@@ -37,15 +38,11 @@ class CombinedTable(Callback):
             return
         frame = studies.load_runs(runs)
         out = results / "compare" / sweep_id
-        out.mkdir(parents=True, exist_ok=True)
-        grid, _ = studies.table1(frame)
-        grid.to_csv(out / "table1.csv", index=False)
-        (out / "table1.md").write_text(grid.to_markdown(index=False) + "\n")
-        orderings = studies.table3(frame)
-        if len(orderings):
-            (out / "table3.md").write_text(orderings.to_markdown(index=False) + "\n")
-            print(f"\nALFWorld, per task type ({out / 'table3.md'}):\n\n{orderings.to_markdown(index=False)}")
-        studies.plot_k_curve(frame, out / "cot_sc_k_curve.png")
-        studies.plot_tokens(frame, out / "tokens_per_step.png")
+        study = studies.write_study(frame, out)
+        if len(study["orderings"]):
+            print(f"\nALFWorld, per task type ({out / 'table3.md'}):\n\n{study['orderings'].to_markdown(index=False)}")
         print(f"\ncombined table of sweep {sweep_id} ({len(runs)} runs; {out}):\n")
-        print(grid.to_markdown(index=False))
+        print(study["markdown"])
+        for line in study["custom"] + study["notes"]:
+            print(f"- {line}")
+        print(f"\nreport: {out / 'report.html'}")

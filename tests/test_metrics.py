@@ -233,3 +233,17 @@ def test_protocol_fingerprint() -> None:
         protocol_fingerprint(ids, prompts, {"temperature": float("nan")})
     with pytest.raises(TypeError):
         protocol_fingerprint(ids, prompts, {"model": object()})
+
+
+def test_a_proportion_gets_wilsons_interval_and_a_graded_score_the_bootstrap():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from react_bench.metrics import score_ci, wilson_ci
+
+    for k, n in ((0, 3), (3, 3), (1, 3), (17, 40), (500, 500)):
+        ci = wilson_ci(k, n)
+        assert (ci.low, ci.high) == pytest.approx(proportion_confint(k, n, method="wilson"), abs=1e-12)
+        assert ci.low < ci.high  # never a point, at any n
+    assert score_ci([1.0, 1.0, 1.0]).method == "wilson"
+    graded = score_ci([0.5, 1.0, 0.25, 0.0])  # F1, WebShop's reward
+    assert graded.method == "bootstrap" and graded == bootstrap_ci([0.5, 1.0, 0.25, 0.0], seed=0)

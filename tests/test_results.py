@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
+
 from react_bench.results import format_table, summarize
 from react_bench.tasks import load_task, task_info
 
@@ -64,10 +66,11 @@ def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
     assert metrics["accuracy"]["mean"] == 0.5 and metrics["n"] == 4
     assert metrics["out_of_label_set"] == 1
     assert (metrics["bad_calls"], metrics["repairs"], metrics["usage"]["input_tokens"]) == (4, {"quotes": 4}, 40)
-    assert metrics["by_group"]["label"] == {
-        "REFUTES": {"n": 2, "accuracy": 1.0, "ci95": [1.0, 1.0]},
-        "SUPPORTS": {"n": 2, "accuracy": 0.0, "ci95": [0.0, 0.0]},
-    }
+    by_label = metrics["by_group"]["label"]
+    assert {k: (v["n"], v["accuracy"]) for k, v in by_label.items()} == {"REFUTES": (2, 1.0), "SUPPORTS": (2, 0.0)}
+    # 2 of 2 and 0 of 2: Wilson's intervals, not the bootstrap's [100, 100] and [0, 0]
+    assert by_label["REFUTES"]["ci95"] == pytest.approx([0.3424, 1.0], abs=1e-4)
+    assert by_label["SUPPORTS"]["ci95"] == pytest.approx([0.0, 0.6576], abs=1e-4)
     assert "label REFUTES" not in format_table(metrics, task_info("fever"))  # FEVER shows no breakdown rows
     table = format_table(metrics, task_info("fever"))
     assert "answers not a label  1" in table and "NOT APPLIED" in table and "60.9" in table  # the paper's ReAct FEVER
@@ -84,4 +87,6 @@ def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
     assert metrics["em"]["mean"] == 0.5
     low, high = metrics["em"]["ci95"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert metrics["em"]["ci_method"] == "wilson"
+    assert (low, high) == pytest.approx((0.1500, 0.8500), abs=1e-4)  # Wilson, 2 of 4
     assert "out_of_label_set" not in metrics

@@ -4,6 +4,7 @@ the notebooks executed; failure labels and grounding."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -46,22 +47,32 @@ def test_compare_writes_the_table_the_paired_tests_and_both_plots(three_runs: Pa
     assert done.returncode == 0, done.stderr
     table = (out / "table1.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
-    assert "33.3 [0.0, 100.0] (n=3)" in rows["standard"] and "28.7" in rows["standard"]  # ours, CI, n, the paper's
+    assert (
+        "33.3 [6.1, 79.2] (n=3)" in rows["standard"] and "28.7" in rows["standard"]
+    )  # ours, Wilson's CI, n, the paper's
     assert "(n=3)" in rows["cot"] and "29.4" in rows["cot"]
     assert "27.4" in rows["react"] and "30.4" in rows["react"]  # PaLM-540B and GPT-3 beside ReAct
     paired = (out / "paired.md").read_text()
     pairs = [line for line in paired.splitlines() if line.startswith("| hotpotqa")]
-    assert len(pairs) == 3 and all(line.count("|") == 12 for line in pairs)  # every two of the three runs
+    assert len(pairs) == 3 and all(line.count("|") == 13 for line in pairs)  # every two of the three runs, Holm's p
+    failures = (out / "failures.md").read_text()
+    assert len([line for line in failures.splitlines() if line.startswith("| hotpotqa")]) == 3
     for name in ("cot_sc_k_curve.png", "tokens_per_step.png"):
         data = (out / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000, name
 
 
 def test_paired_statistics_match_their_definitions(three_runs: Path) -> None:
+    from statsmodels.stats.multitest import multipletests
+
     from react_bench import studies
 
     runs = studies.load_runs([three_runs])
-    for pair in studies.paired(runs):
+    pairs = studies.paired(runs)
+    raw = [p["mcnemar_p"] for p in pairs]
+    assert [p["holm_p"] for p in pairs] == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    assert all(p["holm_p"] >= p["mcnemar_p"] for p in pairs)
+    for pair in pairs:
         assert pair["difference"] == pytest.approx(pair["a_mean"] - pair["b_mean"])
         assert pair["ci_low"] <= pair["difference"] <= pair["ci_high"]
         assert 0 <= pair["mcnemar_p"] <= 1 and (pair["a_only"] + pair["b_only"] > 0 or pair["mcnemar_p"] == 1)
@@ -131,6 +142,28 @@ def test_notebooks_run_without_error(three_runs: Path, notebook: str, monkeypatc
         assert "<b>search</b>" in html or "<b>text_action</b>" in html  # actions shown with their tool names
 
 
+def test_the_notebooks_find_the_repos_results_when_opened_from_notebooks(three_runs: Path, tmp_path: Path) -> None:
+    """Opened in notebooks/ with no variable set, each finds <repo>/results (not notebooks/results)."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    repo = tmp_path / "repo"  # a repository of its own: the machine's results/ is never read
+    (repo / "notebooks").mkdir(parents=True)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    shutil.copytree(three_runs, repo / "results")
+    for name in ("inspect_trajectories.ipynb", "compare_modes.ipynb"):
+        nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
+        client = NotebookClient(nb, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(repo / "notebooks")}})  # fmt: skip
+        client.execute(env={k: v for k, v in os.environ.items() if not k.startswith("REACT_BENCH_RUN")})
+        outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"], name
+        text = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs)
+        assert str(repo / "results") in text or "react" in text, name
+
+
 def test_trajectory_html_escapes_every_text(tmp_path: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
@@ -152,3 +185,91 @@ def test_trajectory_html_escapes_every_text(tmp_path: Path) -> None:
     html = "".join(o.get("data", {}).get("text/html", "") for c in nb.cells for o in c.get("outputs", []))
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     assert records(run_dir_of(done.stdout))[0]["prediction"].startswith("<script>")
+
+
+KEY_ENV = "REACT_BENCH_TEST_STUDY_KEY"
+
+
+def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_a_diff(tmp_path: Path) -> None:
+    """runner=text,tool_use x mode=react,act: four rows (none dropped for sharing a mode), and the
+    per-question diff names the question the tool-use runs got wrong, with both answers."""
+    from react_bench.testing.messages_server import MessagesServer
+    from tests.support_oracle import Oracle, gold_answers
+
+    golds = gold_answers(3)
+    first = next(iter(golds))
+    right, wrong = Oracle(golds), Oracle({**golds, first: "nobody"})
+
+    def respond(body):  # the tool-use runs answer the first question wrong
+        return (wrong if body.get("tools") else right)(body)
+
+    with MessagesServer(responder=respond) as server:
+        done = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "eval.py"), "-m", "mode=react,act", "runner=text,tool_use",
+             "model=claude-sonnet-4-6", f"model.base_url={server.base_url}", f"model.api_key_env={KEY_ENV}", "n=3",
+             f"results_dir={tmp_path / 'r'}", "show=none", "progress=false"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, KEY_ENV: "not-a-real-key"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (out,) = (tmp_path / "r" / "compare").iterdir()
+    table = (out / "table1.md").read_text()
+    rows = [[c.strip() for c in line.split("|")[1:4]] for line in table.splitlines() if line.startswith("| ")]
+    shown = [r for r in rows if r[1] in ("text", "tool_use")]
+    assert sorted(map(tuple, shown)) == [("act", "text", "claude-sonnet-4-6"), ("act", "tool_use", "claude-sonnet-4-6"),
+                                         ("react", "text", "claude-sonnet-4-6"),
+                                         ("react", "tool_use", "claude-sonnet-4-6")]  # fmt: skip
+    assert "not shown" not in table  # nothing dropped
+    diff = (out / "diff.md").read_text()
+    section = next(
+        s for s in diff.split("## ")[1:] if s.startswith("hotpotqa: A = react/text") and "react/tool_use" in s
+    )
+    assert section.count("| 5a") == 1 and first in section  # just the question the runners disagree on
+    assert f"| {golds[first]} (right) | nobody (wrong) |" in section
+    report = (out / "report.html").read_text()
+    assert report.count("<details class='run'>") == 4 and "nobody" in report
+
+
+def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Path) -> None:
+    """report.html as headless Chromium renders it: every run, question and gold, a real picture."""
+    import shutil
+
+    from PIL import Image
+
+    if not (shutil.which("chromium") or os.environ.get("CHROMIUM")):
+        if os.environ.get("CI"):
+            pytest.fail("CI needs Debian's chromium (.ci/run installs it)")
+        pytest.skip("no chromium here (apt-get install chromium)")
+    out = tmp_path / "study"
+    compare = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
+                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert compare.returncode == 0, compare.stderr
+    shot = subprocess.run([sys.executable, str(REPO / "scripts" / "screenshot_report.py"), str(out), str(out / "s.png"),
+                           "--dom", str(out / "dom.html")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert shot.returncode == 0, shot.stderr
+    dom = (out / "dom.html").read_text()
+    assert dom.count('<details class="run">') == 3  # the browser parsed one section per run
+    assert "Were Scott Derrickson and Ed Wood of the same nationality?" in dom and "Chief of Protocol" in dom
+    assert "Table 1 (ours beside the paper" in dom and "<img" in dom
+    image = Image.open(out / "s.png").convert("L")
+    assert image.size == (1300, 1100)
+    low, high = image.getextrema()
+    assert high - low > 100  # text on a page, not a blank screen
+
+
+def test_the_token_plot_is_a_grid_of_panels_titled_by_run(tmp_path: Path) -> None:
+    """Seven agent runs: three panels a row (not a strip of seven), readable at a glance."""
+    import pandas as pd
+    from PIL import Image
+
+    from react_bench import studies
+
+    run = tmp_path / "run"
+    run.mkdir()
+    events = [{"type": "step_finished", "step": k, "usage": {"input_tokens": 100 * k, "cache_creation_input_tokens": 0,
+               "cache_read_input_tokens": 0}} for k in (1, 2, 3)]  # fmt: skip
+    (run / "examples.jsonl").write_text(json.dumps({"id": "a", "trajectory": [{"events": events}]}) + "\n")
+    runs = pd.DataFrame([{"task": "hotpotqa", "mode": "react", "runner": "text", "model": "m", "run_id": f"r{i}",
+                          "run_dir": str(run)} for i in range(7)])  # fmt: skip
+    studies.plot_tokens(runs, tmp_path / "t.png")
+    width, height = Image.open(tmp_path / "t.png").size
+    assert width < 1600 and height > 900  # 3 x 3 grid at 110 dpi, not 7 x 4 inches in a row

@@ -1,0 +1,153 @@
+"""A study folder as one static HTML page: ``report.html``, written by ``studies.write_study``
+(``scripts/compare.py`` and every sweep) and opened in any browser with no server.
+
+It holds the Table 1 grid with its legend and notes, the paired comparisons, both plots
+(embedded), and every run's examples: question, gold, prediction, right or wrong, failure
+label, and each trajectory behind a ``<details>`` (thoughts, actions with their tool names,
+observations, thinking summaries). Every text from a run is HTML-escaped: trajectories hold
+web pages' text. ``trajectory_html`` is also what the trajectory notebook shows.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+from react_bench.results import failure_label, read_records
+
+_STYLE = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 13px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f2f2f2; }
+.right { color: #176317; font-weight: 600; } .wrong { color: #a31515; font-weight: 600; }
+pre { white-space: pre-wrap; background: #f7f7f7; padding: .5em; border-radius: 4px; }
+details { margin: .2em 0; } summary { cursor: pointer; }
+img { max-width: 100%; border: 1px solid #ddd; }
+.note { color: #555; font-size: 13px; }
+"""
+
+
+def trajectory_html(record: dict[str, Any]) -> str:
+    """One example: question, gold, prediction, label, then each episode's events and turns."""
+    e = html.escape
+    label = failure_label(record)
+    verdict = "right" if record.get("correct") else "wrong"
+    parts = [
+        f"<h3>{e(str(record.get('question')))}</h3><p>gold <b>{e(str(record.get('gold')))}</b>, prediction "
+        f"<b>{e(str(record.get('prediction')))}</b> (<span class='{verdict}'>{verdict}</span>, {e(label)})</p>"
+    ]
+    for episode in record.get("trajectory") or []:
+        parts.append(f"<h4>episode: {e(str(episode.get('route')))}</h4><ol>")
+        for event in episode.get("events") or []:
+            kind = event.get("type")
+            if kind == "tool_called":
+                args = ", ".join(f"{k}={v!r}" for k, v in (event.get("arguments") or {}).items())
+                parts.append(f"<li><b>{e(str(event.get('name')))}</b>({e(args)})</li>")
+            elif kind == "tool_execution_finished":
+                what = "error" if event.get("is_error") else "observation"
+                parts.append(f"<li><i>{what}</i>: {e(str(event.get('observation')))}</li>")
+            elif kind == "parse_error":
+                parts.append(f"<li><i>parse error</i>: {e(str(event.get('message')))}</li>")
+            elif kind == "episode_finished":
+                parts.append(
+                    f"<li><i>ends</i>: {e(str(event.get('reason')))}, answer {e(repr(event.get('answer')))}</li>"
+                )
+        parts.append("</ol>")
+        for message in episode.get("history") or []:
+            for block in message.get("content") or []:
+                if block.get("type") == "text":
+                    parts.append(f"<pre>{e(block['text'])}</pre>")
+                elif block.get("type") == "thinking" and block.get("thinking"):
+                    parts.append(f"<details><summary>thinking</summary><pre>{e(block['thinking'])}</pre></details>")
+    return "".join(parts)
+
+
+def _image(path: Path, alt: str) -> str:
+    if not path.is_file():
+        return ""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f"<figure><img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'></figure>"
+
+
+def _markdown_table_html(markdown: str) -> str:
+    """The table1.md text as HTML: its pipe tables as tables, other lines as paragraphs."""
+    e = html.escape
+    out: list[str] = []
+    rows: list[list[str]] = []
+
+    def flush() -> None:
+        if rows:
+            head, *body = rows
+            out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in head) + "</tr>")
+            out.extend("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>" for r in body)
+            out.append("</table>")
+            rows.clear()
+
+    for line in markdown.splitlines():
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(set(c) <= set(":- ") for c in cells):
+                rows.append(cells)
+            continue
+        flush()
+        if line.startswith("# "):
+            out.append(f"<h2>{e(line[2:])}</h2>")
+        elif line.startswith("- "):
+            out.append(f"<p class='note'>{e(line[2:])}</p>")
+        elif line.strip():
+            out.append(f"<p class='note'>{e(line)}</p>")
+    flush()
+    return "\n".join(out)
+
+
+def write_report(runs: Any, out: Path, *, table_markdown: str, pairs: list[dict[str, Any]]) -> Path:
+    e = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'><title>react-bench study</title>",
+        f"<style>{_STYLE}</style></head><body><h1>react-bench study</h1>",
+        f"<p class='note'>{len(runs)} run(s); files beside this page: table1.md, paired.md, diff.md, "
+        "failures.md, runs.csv.</p>",
+        _markdown_table_html(table_markdown),
+    ]
+    if pairs:
+        parts.append(
+            "<h2>Paired comparisons</h2><table><tr><th>task</th><th>A</th><th>B</th><th>n</th>"
+            "<th>A - B</th><th>95% CI</th><th>McNemar p</th><th>Holm p</th></tr>"
+        )
+        for r in pairs:
+            parts.append(
+                f"<tr><td>{e(r['task'])}</td><td>{e(r['a'])}</td><td>{e(r['b'])}</td><td>{r['n']}</td>"
+                f"<td>{100 * r['difference']:+.1f}</td><td>[{100 * r['ci_low']:+.1f}, "
+                f"{100 * r['ci_high']:+.1f}]</td><td>{r['mcnemar_p']:.3g}</td><td>{r['holm_p']:.3g}</td></tr>"
+            )
+        parts.append("</table>")
+    parts += [
+        "<h2>Figures</h2>",
+        _image(out / "cot_sc_k_curve.png", "accuracy at k"),
+        _image(out / "tokens_per_step.png", "input tokens per step"),
+    ]
+    parts.append("<h2>Runs and their trajectories</h2>")
+    for r in runs.sort_values(["task", "mode", "runner", "started"]).itertuples() if len(runs) else ():
+        records = list(read_records(Path(r.run_dir)))
+        right = sum(1 for x in records if x.get("correct"))
+        parts.append(
+            f"<details class='run'><summary><b>{e(r.task)} {e(r.mode)}/{e(r.runner)}</b> {e(r.model)} "
+            f"({e(r.run_id)}): {right} of {len(records)} right</summary>"
+            f"<p class='note'>{e(r.run_dir)}</p><table><tr><th>id</th><th>question</th><th>gold</th>"
+            "<th>prediction</th><th></th></tr>"
+        )
+        for x in records:
+            verdict = "right" if x.get("correct") else "wrong"
+            parts.append(
+                f"<tr><td>{e(str(x['id']))}</td><td>{e(str(x.get('question')))}<details><summary>"
+                f"trajectory</summary>{trajectory_html(x)}</details></td><td>{e(str(x.get('gold')))}</td>"
+                f"<td>{e(str(x.get('prediction')))}</td><td class='{verdict}'>{verdict}</td></tr>"
+            )
+        parts.append("</table></details>")
+    parts.append("</body></html>")
+    path = out / "report.html"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path

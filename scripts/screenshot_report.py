@@ -1,0 +1,58 @@
+"""A picture of a study's static page: ``python scripts/screenshot_report.py STUDY_DIR OUT.png``.
+
+Opens ``STUDY_DIR/report.html`` (``scripts/compare.py`` writes it) in headless Chromium
+(Debian's ``chromium``; ``$CHROMIUM`` names another binary) and saves a screenshot; with
+``--dom OUT.html`` also the page as the browser parsed it. Exit 2 with one line if Chromium
+is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def chromium() -> str | None:
+    for name in filter(None, (os.environ.get("CHROMIUM"), "chromium", "chromium-browser", "google-chrome")):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("study", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--width", type=int, default=1300)
+    parser.add_argument("--height", type=int, default=1100)
+    parser.add_argument("--dom", type=Path, default=None)
+    args = parser.parse_args(argv)
+    page = (args.study / "report.html").resolve()
+    if not page.is_file():
+        print(f"error: no report.html in {args.study} (scripts/compare.py writes it)", file=sys.stderr)
+        return 2
+    binary = chromium()
+    if binary is None:
+        print("error: no Chromium found (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
+        return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        common = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                  f"--user-data-dir={profile}", f"--window-size={args.width},{args.height}"]  # fmt: skip
+        subprocess.run([*common, f"--screenshot={args.out.resolve()}", page.as_uri()], check=True,
+                       capture_output=True, timeout=120)  # fmt: skip
+        if args.dom is not None:
+            dom = subprocess.run([*common, "--dump-dom", page.as_uri()], check=True, capture_output=True, timeout=120)
+            args.dom.write_bytes(dom.stdout)
+    print(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
