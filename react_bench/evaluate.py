@@ -47,7 +47,7 @@ from react_bench.models.replay import CassetteKind, cassette_line, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction
 from react_bench.results import summarize
-from react_bench.runconfig import RunConfig
+from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.tasks import Example, Task, load_task
 from react_bench.types import ModelResponse, Usage
 
@@ -145,6 +145,9 @@ class Run:
         examples = task.examples(cfg.task, env)
         if task.coverage is not None and task.coverage.found < task.coverage.requested:
             print(f"coverage: {task.coverage.summary()}", file=out)
+        data_notes = getattr(task, "data_notes", None)  # optional: what the data cannot support
+        for line in data_notes(cfg.task, env, examples) if data_notes is not None and not cfg.dry_run else ():
+            print(f"note: {line}", file=out)
         stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
         prompts = build_prompts(cfg, task)
         env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
@@ -263,7 +266,12 @@ class Run:
     ) -> int:
         cfg, run_dir, out = self.cfg, self.run_dir, self.out
         n_total = len(self.examples)
-        semaphore = asyncio.Semaphore(cfg.concurrency)
+        concurrency = cfg.concurrency
+        if concurrency > MAX_CONCURRENCY:
+            print(f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
+                  "every API's rate limits; model.requests_per_minute paces the calls)", file=out)  # fmt: skip
+            concurrency = MAX_CONCURRENCY
+        semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
         cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
         enabled = cfg.progress and cfg.show != "none"

@@ -92,6 +92,7 @@ class RunConfig:
         concurrency = _int(cfg, "concurrency", 1)
         if concurrency < 1:
             raise ConfigError(f"concurrency={concurrency}: must be at least 1")
+
         task = _task_config(cfg, model)
         info = task_info(task.name)
         solve = _solve_settings(cfg, protocol, info)
@@ -252,11 +253,22 @@ def _int(values: Mapping[str, Any], key: str, default: int) -> int:
         raise ConfigError(f"{key}={value!r}: expected a whole number") from None
 
 
+MAX_CONCURRENCY = 256  # examples at once; more is capped with a note (evaluate): every API's rate limit is nearer
+
+
 def _section(cfg: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     value = cfg.get(name)
     if not isinstance(value, Mapping):
         raise ConfigError(f"missing config group {name!r} (e.g. {name}=...)")
     return value
+
+
+def _also_invalid(key: str, value: Any) -> str:
+    """What a value is wrong for beyond the protocol (said with the protocol's message)."""
+    at_least = {"max_steps": 1, "cot_sc_samples": 1}
+    if key in at_least and isinstance(value, int | float) and value < at_least[key]:
+        return f", and {key} must be at least {at_least[key]}"
+    return ""
 
 
 def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> dict[str, Any]:
@@ -271,9 +283,10 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) ->
         if value is None:
             continue
         if protocol == "paper" and value != base[key]:
+            also = _also_invalid(key, value)  # both fixes at once: protocol=custom alone would not do
             raise ConfigError(
                 f"protocol=paper fixes {key}={base[key]!r} for task={info.name}; you asked for {key}={value!r}. "
-                f"Add protocol=custom to run outside the paper's protocol."
+                f"Add protocol=custom to run outside the paper's protocol{also}."
             )
         chosen[key] = value
     return chosen

@@ -118,8 +118,11 @@ def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str
         raise ConfigError(f"resume: there is no run at {run_dir} to resume")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError) as exc:
-        raise ConfigError(f"cannot create the run folder {run_dir}: {exc.filename} is a file, not a folder") from None
+    except (FileExistsError, NotADirectoryError):
+        blocking = next((p for p in (run_dir, *run_dir.parents) if p.exists() and not p.is_dir()), run_dir)
+        raise ConfigError(f"cannot create the run folder {run_dir}: {blocking} is a file, not a folder") from None
+    except OSError as exc:  # permissions, a read-only or full disk: one line, nothing written
+        raise ConfigError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
     return set()
 
 

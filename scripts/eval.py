@@ -98,7 +98,10 @@ def check_group_choices(argv: list[str]) -> None:
         for choice in value.split(","):  # a sweep lists several: mode=react,act
             if not (CONFIGS / key / f"{choice}.yaml").is_file():
                 choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
-                fail(f"{key}={choice}: no such {key}; choose one of {choices}")
+                hint = ""
+                if key == "model" and not choice.startswith(("claude", "gemma", "smollm")):
+                    hint = f" (an OpenAI or OpenAI-compatible model: model=openai model.name={choice})"
+                fail(f"{key}={choice}: no such {key}{hint}; choose one of {choices}")
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
@@ -122,6 +125,10 @@ def main(cfg: DictConfig) -> None:
         result = asyncio.run(evaluate(run_cfg))
     except (ConfigError, DataError, ScriptError) as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except OSError as exc:  # the disk or the file system refused (permissions, space, a path): one line
+        where = f" ({exc.filename})" if exc.filename else ""
+        fail(f"{exc.strerror or exc}{where}; finished examples are kept in {run_dir}" if run_dir is not None
+             and run_dir.exists() else f"{exc.strerror or exc}{where}")  # fmt: skip
     except KeyboardInterrupt:
         if run_dir is None:
             print("\ninterrupted before the run started: nothing was written", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -102,3 +103,47 @@ def test_a_scripted_model_that_runs_out_is_one_clear_line(tmp_path):
     result = eval_py("model=scripted", f"model.script={script}", "n=1", f"results_dir={tmp_path}")
     assert result.returncode == 2 and "error: request 2 asked past the end" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_newcomers_mistakes_each_get_one_line_naming_the_fix(tmp_path):
+    """Exit 2, one `error:` line, nothing written: an unwritable results folder, a results path
+    under a regular file (the file is named), max_steps=0 (both fixes at once), a model name of
+    another provider (where it goes)."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 4))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    common = ["model=scripted", f"model.script={script}", "n=1", "show=none"]
+    cases = {
+        f"results_dir={blocker / 'results'}": f"{blocker} is a file, not a folder",
+        "max_steps=0": "Add protocol=custom to run outside the paper's protocol, and max_steps must be at least 1",
+        "model=gpt-5": "model=openai model.name=gpt-5",
+    }
+    if os.geteuid() != 0:  # root writes anywhere: the permission case needs an ordinary user
+        cases[f"results_dir={locked / 'results'}"] = "cannot create the run folder"
+    for setting, says in cases.items():
+        args = (
+            [*common, setting]
+            if setting.startswith("results_dir")
+            else [*common, f"results_dir={tmp_path / 'r'}", setting]
+        )
+        done = eval_py(*args)
+        assert done.returncode == 2, (setting, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], (setting, done.stderr)
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "r").exists() and blocker.read_text() == "not a folder"
+
+
+def test_a_huge_concurrency_is_capped_with_a_note_and_the_offline_wiki_says_what_paper500_lacks(tmp_path):
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 10))
+    done = eval_py("model=scripted", f"model.script={script}", "n=3", "show=none", "concurrency=1000",
+                   "split=paper500", f"results_dir={tmp_path / 'r'}")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "concurrency=1000 is capped at 256" in done.stdout
+    assert "split=paper500 on the offline wiki: " in done.stdout and "of 3 questions" in done.stdout
+    assert len(records(run_dir_of(done.stdout))) == 3

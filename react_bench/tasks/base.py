@@ -159,7 +159,10 @@ class Coverage:
     excluded: int = 0  # left out as few-shot exemplars
 
     def summary(self) -> str:
-        text = f"{self.found} of {self.requested} requested {self.split} examples found in {self.source}"
+        if self.split == "ids":
+            text = f"{self.found} of the {self.requested} ids asked for found in {self.source}"
+        else:
+            text = f"{self.found} of the {self.requested} examples of split {self.split} found in {self.source}"
         return text + (f" ({self.excluded} exemplar ids left out)" if self.excluded else "")
 
 

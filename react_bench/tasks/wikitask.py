@@ -57,5 +57,22 @@ class WikiTask(OneGroupPrompts):
     def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
         raise NotImplementedError
 
+    def data_notes(self, config: TaskConfig, env_config: WikiConfig | None, examples: list[Any]) -> list[str]:
+        """A split drawn from the whole dev set, read on the offline wiki (built from the offline
+        questions' pages): how many of its questions the wiki was built for (every supporting page
+        there, where the data names them); the others cannot be answered from it."""
+        if env_config is None or env_config.backend != "local" or config.split == "offline" or not examples:
+            return []
+        kept = self.coverage  # examples() records the coverage of the run's own selection
+        try:
+            offline = self.examples(replace(config, split="offline", n=None, offset=0, ids=None))  # type: ignore[attr-defined]
+        finally:
+            self.coverage = kept
+        built_for = {e.question.strip() for e in offline}
+        covered = sum(1 for e in examples if e.question.strip() in built_for)
+        return [f"split={config.split} on the offline wiki: {covered} of {len(examples)} questions "
+                f"({100 * covered / len(examples):.0f}%) are among the offline questions whose pages it holds; the "
+                "others will mostly find nothing (wiki=live reads Wikipedia)"]  # fmt: skip
+
     def environment(self, config: TaskConfig, env_config: WikiConfig) -> WikiEnvFactory:
         return make_env_factory(env_config, local_wiki=lambda: self.local_wiki(config))
