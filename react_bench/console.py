@@ -4,11 +4,12 @@
 - ``summary`` (default): a progress bar with the running score, tokens and cost; the metrics
   table at the end.
 - ``trajectories``: the same, plus every example's events as they happen, as the original
-  ReAct notebooks printed them: the step, the thought, the action (``search[Ed Wood] ...
-  executing``), the observation (shortened), the answer and whether it is right. Text is
-  shown line by line as it streams. With concurrency above 1 each line starts with the
-  example's id, so interleaved examples stay readable. Lines go through the bar's
-  ``write``, so the bar keeps its place at the bottom.
+  ReAct notebooks printed them: the question and the gold answer, then each step's labelled
+  thought, action (``Action 1: search[Ed Wood] ... executing``) and observation (shortened),
+  the answer and whether it is right. Text is shown line by line as it streams. Each
+  example's lines stay together (examples running beside it follow, whole); with concurrency
+  above 1 each line also starts with the example's id. Lines go through the bar's ``write``,
+  so the bar keeps its place at the bottom.
 - ``none``: no bar, no table: only the line naming the results folder.
 
 ``quiet_console()`` silences what third-party libraries print into a run: the HTTP clients'
@@ -91,29 +92,48 @@ class ProgressBar:
 
 
 class TrajectoryPrinter:
-    """``on_event`` for ``evaluate``: prints each example's events as lines, as they happen."""
+    """``on_event`` for ``evaluate``: prints each example's events as lines, as they happen.
+
+    Each example's lines stay together: the example being printed streams live; lines of the
+    examples running beside it wait in a buffer and follow, whole, once it has printed its
+    result. Each block opens with the question and the gold answer (``begin``) and labels its
+    lines as the paper's transcripts do (``Thought k:``, ``Action k:``, ``Observation k:``)."""
 
     def __init__(self, write: Callable[[str], None], *, prefix_ids: bool):
         self.write = write
         self.prefix_ids = prefix_ids
         self._partial: dict[str, str] = {}  # streamed text not yet ended by a newline, per example
+        self._step: dict[str, int] = {}
+        self._labelled: dict[str, bool] = {}  # whether this step's thought has its label yet
+        self._current: str | None = None  # the example whose lines go out live
+        self._waiting: list[str] = []  # the others, in the order they started
+        self._buffers: dict[str, list[str]] = {}
+        self._complete: set[str] = set()  # waiting examples that have printed their result
+
+    def begin(self, example_id: str, question: str, gold: Any) -> None:
+        self._line(example_id, f"=== {example_id}: {' '.join(question.split())}")
+        self._line(example_id, f"    gold: {gold!r}")
 
     def __call__(self, example_id: str, event: AgentEvent) -> None:
         match event:
             case StepStarted(step=step):
+                self._step[example_id], self._labelled[example_id] = step, False
                 self._line(example_id, f"--- step {step}")
             case AssistantTextDelta(text=text) | AssistantThinkingDelta(thinking=text):
                 self._stream(example_id, text, thinking=isinstance(event, AssistantThinkingDelta))
             case ToolCalled(name=name, arguments=arguments, text=text):
                 self._flush(example_id)
-                self._line(
-                    example_id, f"{text.strip() if text is not None else _action(name, arguments)} ... executing"
-                )
+                if text is not None:  # the text runner: its own "Action k: ..." line was shown as it streamed
+                    self._line(example_id, f"{text.strip()} ... executing")
+                else:
+                    self._line(
+                        example_id, f"{self._label(example_id, 'Action', _action(name, arguments))} ... executing"
+                    )
             case ToolExecutionStarted():
                 pass  # announced with the call above
             case ToolExecutionFinished(observation=observation, is_error=is_error):
                 label = "Error" if is_error else "Observation"
-                self._line(example_id, f"{label}: {_short(observation)}")
+                self._line(example_id, self._label(example_id, label, _short(observation)))
             case ParseError(message=message):
                 self._flush(example_id)
                 self._line(example_id, f"(parse error: {message})")
@@ -125,24 +145,66 @@ class TrajectoryPrinter:
             case RunProgress(prediction=prediction, correct=correct, done=done, total=total):
                 verdict = "RIGHT" if correct else "wrong"
                 self._line(example_id, f"=== answer {prediction!r}: {verdict}  [{done}/{total}]")
+                self._finished(example_id)
             case _:
                 assert_never(event)
+
+    def _label(self, example_id: str, label: str, text: str) -> str:
+        step = self._step.get(example_id)
+        if step is None or text.startswith(f"{label} "):
+            return text if step is not None else f"{label}: {text}"
+        return f"{label} {step}: {text}"
 
     def _stream(self, example_id: str, text: str, *, thinking: bool) -> None:
         buffered = self._partial.get(example_id, "") + text
         *complete, rest = buffered.split("\n")
         for line in complete:
-            if line.strip():
-                self._line(example_id, f"(thinking) {line}" if thinking else line)
+            self._text_line(example_id, line, thinking=thinking)
         self._partial[example_id] = rest
+
+    def _text_line(self, example_id: str, line: str, *, thinking: bool = False) -> None:
+        if not line.strip():
+            return
+        if thinking:
+            self._line(example_id, f"(thinking) {line}")
+            return
+        if not self._labelled.get(
+            example_id, True
+        ):  # the step's first text: its thought (the prompt ends "Thought k:")
+            self._labelled[example_id] = True
+            if not line.lstrip().startswith(("Thought", "Action")):
+                line = self._label(example_id, "Thought", line.strip())
+        self._line(example_id, line)
 
     def _flush(self, example_id: str) -> None:
         rest = self._partial.pop(example_id, "")
-        if rest.strip():
-            self._line(example_id, rest)
+        self._text_line(example_id, rest)
 
     def _line(self, example_id: str, text: str) -> None:
-        self.write(f"[{example_id[:10]}] {text}" if self.prefix_ids else text)
+        line = f"[{example_id[:10]}] {text}" if self.prefix_ids else text
+        if self._current is None and example_id not in self._waiting:
+            self._current = example_id
+        if example_id == self._current:
+            self.write(line)
+            return
+        if example_id not in self._waiting:
+            self._waiting.append(example_id)
+        self._buffers.setdefault(example_id, []).append(line)
+
+    def _finished(self, example_id: str) -> None:
+        if example_id != self._current:
+            self._complete.add(example_id)  # its whole block waits in its buffer for its turn
+            return
+        self._current = None
+        while self._waiting:  # the next example's lines so far, then it streams live
+            following = self._waiting.pop(0)
+            for line in self._buffers.pop(following, []):
+                self.write(line)
+            if following in self._complete:
+                self._complete.discard(following)
+                continue
+            self._current = following
+            break
 
 
 def _action(name: str, arguments: dict[str, Any]) -> str:

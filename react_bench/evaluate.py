@@ -276,6 +276,7 @@ class Run:
         cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
         enabled = cfg.progress and cfg.show != "none"
         bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
+        printer = None
         if cfg.show == "trajectories":
             printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1)
             user_sink = on_event
@@ -296,6 +297,8 @@ class Run:
                 if budget is not None and not await budget.admit(example.id):
                     return  # left for a resumed run with a larger budget
                 sink = None if on_event is None else functools.partial(on_event, example.id)
+                if printer is not None:
+                    printer.begin(example.id, example.question, example.gold)
                 started = time.monotonic()
                 with example_scope(example.id) as calls, counting_scope() as (counts, cached):
                     outcome = await self.solver.solve(example, sink)

@@ -32,8 +32,9 @@ async def test_show_trajectories_prints_each_step_before_the_example_is_written(
         written = examples.read_text() if examples is not None else ""
         if isinstance(event, ToolExecutionFinished) and event.step == 1:
             printed = out.getvalue()
-            order = [printed.find(s) for s in ("--- step 1", "I should look up Gamma.", "search[Gamma] ... executing",
-                                               "Observation: ")]  # fmt: skip
+            order = [printed.find(s) for s in ("=== 5a8b57f255", "gold: 'yes'", "--- step 1",
+                                               "Thought 1: I should look up Gamma.", "search[Gamma] ... executing",
+                                               "Observation 1: ")]  # fmt: skip
             assert -1 not in order and order == sorted(order), printed
             assert example_id not in written  # shown live, before the example's line exists
             seen.append("observation")
@@ -55,6 +56,32 @@ async def test_show_trajectories_prints_each_step_before_the_example_is_written(
     assert "score " in printed and "tokens " in printed and "cost unknown" in printed  # the bar's figures
 
 
+def test_each_examples_lines_stay_together_when_examples_interleave() -> None:
+    """Two examples in flight: the first streams live, the second's lines follow it whole, after
+    the first's result (not its first step before the first's verdict)."""
+    from react_bench.console import TrajectoryPrinter
+    from react_bench.events import StepStarted, ToolCalled
+
+    lines: list[str] = []
+    printer = TrajectoryPrinter(lines.append, prefix_ids=False)
+    printer.begin("a", "Question A?", "x")
+    printer("a", StepStarted(step=1))
+    printer.begin("b", "Question B?", "y")
+    printer("b", StepStarted(step=1))
+    printer("b", ToolCalled(step=1, call_id="1", name="search", arguments={"entity": "B"}))
+    printer("a", ToolCalled(step=1, call_id="2", name="search", arguments={"entity": "A"}))
+    printer("a", ToolExecutionFinished(step=1, call_id="2", name="search", observation="about A", is_error=False))
+    assert not [line for line in lines if "B" in line]  # b waits while a streams
+    printer("a", RunProgress(1, 2, "a", "x", True, "answered"))
+    printer("b", RunProgress(2, 2, "b", "z", False, "answered"))
+    a_end = lines.index("=== answer 'x': RIGHT  [1/2]")
+    assert lines[: a_end + 1] == ["=== a: Question A?", "    gold: 'x'", "--- step 1",
+                                  "Action 1: search[A] ... executing", "Observation 1: about A",
+                                  "=== answer 'x': RIGHT  [1/2]"]  # fmt: skip
+    assert lines[a_end + 1 :] == ["=== b: Question B?", "    gold: 'y'", "--- step 1",
+                                  "Action 1: search[B] ... executing", "=== answer 'z': wrong  [2/2]"]  # fmt: skip
+
+
 def test_with_concurrency_every_line_names_its_example(tmp_path: Path) -> None:
     from react_bench.console import TrajectoryPrinter
     from react_bench.events import AssistantTextDelta, StepStarted
@@ -66,7 +93,9 @@ def test_with_concurrency_every_line_names_its_example(tmp_path: Path) -> None:
     printer("ex-a", AssistantTextDelta(1, "half a th"))
     printer("ex-b", AssistantTextDelta(1, "other\n"))
     printer("ex-a", AssistantTextDelta(1, "ought\n"))
-    assert lines == ["[ex-a] --- step 1", "[ex-b] --- step 1", "[ex-b] other", "[ex-a] half a thought"]
+    printer("ex-a", RunProgress(1, 2, "ex-a", "x", True, "answered"))  # ex-b's lines follow ex-a's, whole
+    assert lines == ["[ex-a] --- step 1", "[ex-a] Thought 1: half a thought", "[ex-a] === answer 'x': RIGHT  [1/2]",
+                     "[ex-b] --- step 1", "[ex-b] Thought 1: other"]  # fmt: skip
 
 
 def test_the_console_has_no_http_or_dataset_chatter(tmp_path: Path) -> None:
