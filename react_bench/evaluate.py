@@ -40,7 +40,7 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
-from react_bench.models.base import ModelClient, endpoint_host, operational, sdk_of
+from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational, sdk_of
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.counting import counting_scope
 from react_bench.models.replay import CassetteKind, cassette_line, example_scope
@@ -227,9 +227,16 @@ class Run:
         from react_bench.batch import prefetch
 
         questions = [e.question for e in todo]
-        totals = await prefetch(
-            self.stack, self.solver, questions, self.run_dir, self.out, poll_s=self.cfg.batch_poll_s
-        )
+        try:
+            totals = await prefetch(
+                self.stack, self.solver, questions, self.run_dir, self.out, poll_s=self.cfg.batch_poll_s
+            )
+        except ModelError as exc:  # the Batches API refused or failed: said in one line, no example run
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(
+                f"batch=true: the Message Batches API failed ({first}); no example was run. Resume to try the "
+                f"batches again, or run without batch=true for live calls"
+            ) from None
         print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
               f"{totals['errored']} left to live calls", file=self.out)  # fmt: skip
 

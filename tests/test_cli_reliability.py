@@ -255,3 +255,19 @@ def test_retry_errors_reruns_exactly_the_errored_examples(tmp_path: Path) -> Non
     assert metrics["cost_usd"]["spent"] == pytest.approx(billed)
     superseded = [json.loads(line) for line in (run_dir / "superseded.jsonl").read_text().splitlines()]
     assert {r["id"] for r in superseded} == errored
+
+
+def test_a_batch_the_endpoint_refuses_is_one_error_line(tmp_path: Path) -> None:
+    """batch=true against an endpoint that answers the batch with a 400: one line, exit 2, no example run."""
+    from react_bench.testing.messages_server import ApiError
+
+    with MessagesServer(responder=Oracle(gold_answers(N))) as server:
+        server.refuse_batches = ApiError(400, "invalid_request_error", "Batches are not available for this account")
+        done = subprocess.run(claude_args(server, tmp_path, "mode=standard", "batch=true", "batch_poll_s=0.01"),
+                              cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+        assert not [r for r in server.requests if r.path == "/v1/messages"]  # no live call instead (no silent fallback)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: batch=true: the Message Batches API failed"), done.stderr
+    assert "400" in lines[0] and "Batches are not available" in lines[0] and "Traceback" not in done.stderr

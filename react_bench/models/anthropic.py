@@ -190,13 +190,24 @@ class AnthropicClient:
 
     async def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]:
         """(ended, request counts by state)."""
-        batch = await self._sdk.messages.batches.retrieve(batch_id)
+        try:
+            batch = await self._sdk.messages.batches.retrieve(batch_id)
+        except anthropic.APIStatusError as exc:
+            raise model_error(exc) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
         return batch.processing_status == "ended", batch.request_counts.model_dump()
 
     async def batch_results(self, batch_id: str, stops: dict[str, tuple[str, ...]]) -> dict[str, ModelResponse | str]:
         """custom id -> the response (client-side stops applied, as a streamed call would), or why not."""
         out: dict[str, ModelResponse | str] = {}
-        async for line in await self._sdk.messages.batches.results(batch_id):
+        try:
+            lines = [line async for line in await self._sdk.messages.batches.results(batch_id)]
+        except anthropic.APIStatusError as exc:
+            raise model_error(exc) from exc
+        except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
+            raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
+        for line in lines:
             result = line.result
             if result.type == "succeeded":
                 response = response_from_dict(result.message.model_dump(mode="json"))

@@ -351,6 +351,7 @@ class MessagesServer:
         # Message Batches: created at once, "ended" after ``batch_polls`` retrievals
         self.batches: dict[str, Batch] = {}
         self.batch_polls = 2
+        self.refuse_batches: ApiError | None = None  # an account or endpoint without batches answers this
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
         self.requests: list[RecordedRequest] = []
@@ -543,6 +544,8 @@ class _Handler(BaseHTTPRequestHandler):
         return self._json(200, batch.view(self.state.base_url))
 
     def _create_batch(self, body: dict[str, Any]) -> None:
+        if self.state.refuse_batches is not None:
+            return self._error(self.state.refuse_batches)
         requests = body.get("requests")
         if not isinstance(requests, list) or not requests:
             return self._error(_invalid("requests: a non-empty list is required"))
