@@ -166,8 +166,22 @@ def main(cfg: DictConfig) -> None:
 
 RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
 
+
+def spec_overrides(argv: list[str]) -> list[str]:
+    """``model.max_retries=4`` (and the model spec's other own settings: retry backoff, rate limits,
+    label, default n) works for every model, whether or not its group file spells the key out:
+    given to Hydra as add-or-override (``++``)."""
+    import dataclasses
+
+    from react_bench.models.stack import ModelSpec
+
+    own = {f.name for f in dataclasses.fields(ModelSpec)} - {"provider", "settings"}
+    return [f"++{a}" if a.split("=", 1)[0].removeprefix("model.") in own and a.startswith("model.") else a
+            for a in argv]  # fmt: skip
+
+
 if __name__ == "__main__":
     check_group_choices(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
-    sys.argv[1:] = RECORDED + sys.argv[1:]
+    sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
     main()

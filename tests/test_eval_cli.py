@@ -147,3 +147,15 @@ def test_a_huge_concurrency_is_capped_with_a_note_and_the_offline_wiki_says_what
     assert "concurrency=1000 is capped at 256" in done.stdout
     assert "split=paper500 on the offline wiki: " in done.stdout and "of 3 questions" in done.stdout
     assert len(records(run_dir_of(done.stdout))) == 3
+
+
+def test_the_documented_model_max_retries_works_on_a_resumed_run_of_any_model(tmp_path):
+    """``model.max_retries=4`` as the README writes it (no ``+``), on a run whose model file lacks the key."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 4))
+    first = eval_py("model=scripted", f"model.script={script}", "n=1", "show=none", f"results_dir={tmp_path}",
+                    "run_id=m")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    resumed = eval_py(f"resume={run_dir_of(first.stdout)}", "model.max_retries=4", "show=none")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Could not override" not in resumed.stderr and "(0 new example(s)" in resumed.stdout
