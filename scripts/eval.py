@@ -167,6 +167,38 @@ def main(cfg: DictConfig) -> None:
 RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
 
 
+def settings_help() -> str:
+    """``--help``: the config groups with their choices and every setting of configs/eval.yaml with
+    its default and its one-line meaning (the file's own comments: one source for both)."""
+    import re
+
+    lines = [f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)", "",
+             "config groups (group=choice):"]  # fmt: skip
+    for group in GROUPS:
+        choices = sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+        lines.append(f"  {group:<11} {', '.join(choices)}")
+    lines += ["", "settings (default, meaning):"]
+    parent = None
+    for raw in (CONFIGS / "eval.yaml").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^( *)([A-Za-z_][\w]*):\s*([^#]*?)\s*(?:#\s*(.*))?$", raw)
+        if not match or raw.lstrip().startswith("#"):
+            continue
+        indent, key, value, comment = match.groups()
+        if not indent:
+            parent = key if not value and key not in ("defaults", "hydra") else None
+            if not value:
+                continue
+            name = key
+        elif parent is not None and len(indent) == 2:
+            name = f"{parent}.{key}"
+        else:
+            continue
+        lines.append(f"  {name + '=' + value:<34} {comment or ''}".rstrip())
+    lines += ["", "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
+              "Hydra's own options: --hydra-help"]  # fmt: skip
+    return "\n".join(lines)
+
+
 def spec_overrides(argv: list[str]) -> list[str]:
     """``model.max_retries=4`` (and the model spec's other own settings: retry backoff, rate limits,
     label, default n) works for every model, whether or not its group file spells the key out:
@@ -181,6 +213,9 @@ def spec_overrides(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
+    if any(a in ("--help", "-h") for a in sys.argv[1:]):
+        print(settings_help())
+        sys.exit(0)
     check_group_choices(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])

@@ -159,3 +159,23 @@ def test_the_documented_model_max_retries_works_on_a_resumed_run_of_any_model(tm
     resumed = eval_py(f"resume={run_dir_of(first.stdout)}", "model.max_retries=4", "show=none")
     assert resumed.returncode == 0, resumed.stderr
     assert "Could not override" not in resumed.stderr and "(0 new example(s)" in resumed.stdout
+
+
+def test_help_lists_every_setting_with_its_meaning():
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "eval.py"), "--help"], capture_output=True, text=True,
+                          timeout=120, cwd=REPO)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    settings = dict(
+        line.split(None, 1) for line in done.stdout.split("settings (default, meaning):")[1].splitlines()
+        if line.startswith("  ") and "=" in line.split()[0] and len(line.split(None, 1)) == 2
+    )  # fmt: skip
+    for key in (
+        "max_cost_usd=null",
+        "show=summary",
+        "concurrency=1",
+        "webshop.url=null",
+        "alfworld.split=valid_unseen",
+    ):
+        assert key in settings and len(settings[key]) > 10, key  # each with its one-line meaning
+    assert not [k for k in settings if k.startswith(("hydra", "defaults"))]
+    assert "model       claude-haiku-4-5" in done.stdout and "openai" in done.stdout
