@@ -172,7 +172,8 @@ def test_missing_examples_stop_the_run_with_a_clear_error() -> None:
     with pytest.raises(MissingExamplesError) as caught:
         HotpotQATask().examples(config)
     message = str(caught.value)
-    assert "39 of 500" in message and "on_missing=skip" in message and "dev-3687" in message
+    assert "39 of the 500 examples of split paper500" in message
+    assert "on_missing=skip" in message and "dev-3687" in message
     assert len(caught.value.coverage.missing) == 461
 
 
@@ -182,7 +183,7 @@ def test_on_missing_skip_reports_the_coverage(caplog: pytest.LogCaptureFixture) 
     examples = task.examples(config)
     assert len(examples) == 39 and task.coverage is not None
     assert (task.coverage.requested, task.coverage.found) == (500, 39)
-    assert "39 of 500" in caplog.text
+    assert "39 of the 500 examples of split paper500" in caplog.text
     order = {index: rank for rank, index in enumerate(PAPER500)}
     ranks = [order[e.metadata["dev_index"]] for e in examples]
     assert ranks == sorted(ranks)  # still in the paper's order

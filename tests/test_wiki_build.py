@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -106,8 +108,10 @@ async def test_every_gold_supporting_title_of_the_685_questions_is_found(
         variants[title].add(text)
     checked = 0
     for question in questions:
-        paragraphs = {title: "".join(sents).strip() for title, sents in question["context"]}
-        for title in question["supporting_titles"]:
+        paragraphs = {
+            html.unescape(title): html.unescape("".join(sents)).strip() for title, sents in question["context"]
+        }
+        for title in map(html.unescape, question["supporting_titles"]):  # the file's titles carry "&amp;"
             obs = await WikiEnv(hotpot_wiki).step_text(f"search[{title}]")
             assert not obs.text.startswith("Could not find"), title
             expected = {page_observation(paragraphs[title])} | {page_observation(v) for v in variants[title]}
@@ -137,3 +141,13 @@ def test_a_bad_input_line_fails_the_build_and_leaves_nothing(tmp_path: Path) -> 
     with pytest.raises(json.JSONDecodeError):
         build_from_jsonl(src, tmp_path / "w.sqlite")
     assert list(tmp_path.iterdir()) == [src]
+
+
+def test_hotpotqa_titles_have_no_html_entities(shared_data):
+    """The distractor file writes "Etiquette &amp; Espionage"; Wikipedia's title is "Etiquette & Espionage"."""
+    from react_bench.envs.wiki.build import pages_from_distractor
+
+    pages = dict(pages_from_distractor(shared_data / "hotpotqa" / "hotpot_dev_distractor_685.json"))
+    assert "Etiquette & Espionage" in pages and "Etiquette &amp; Espionage" not in pages
+    assert not [t for t in pages if re.search(r"&(amp|quot|lt|gt|#\d+);", t)]
+    assert not [t for t, text in pages.items() if "&amp;" in text or "&quot;" in text]

@@ -24,6 +24,7 @@ Decisions a next engineer needs:
 from __future__ import annotations
 
 import functools
+import html
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +79,12 @@ def check_distractor(record: dict[str, Any]) -> str | None:
 
 
 def _titles(record: dict[str, Any]) -> list[str]:
-    """Supporting titles: the explicit list where given, else those of supporting_facts."""
+    """Supporting titles: the explicit list where given, else those of supporting_facts; HTML entities
+    unescaped, as the offline wiki's titles are (``envs.wiki.build``)."""
     if record.get("supporting_titles"):
-        return list(record["supporting_titles"])
+        return [html.unescape(str(t)) for t in record["supporting_titles"]]
     facts = record.get("supporting_facts") or []
-    return list(dict.fromkeys(str(fact[0]) for fact in facts if fact))
+    return list(dict.fromkeys(html.unescape(str(fact[0])) for fact in facts if fact))
 
 
 def _example(id_: str, record: dict[str, Any], dev_index: int | None, titles: list[str]) -> Example:

@@ -25,6 +25,7 @@ Decisions:
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import queue
@@ -110,10 +111,12 @@ def iter_json_array(path: Path) -> Iterator[Any]:
 
 
 def pages_from_distractor(path: Path) -> Iterator[tuple[str, str]]:
-    """HotpotQA official format: every ``[title, [sentences]]`` of every question's context."""
+    """HotpotQA official format: every ``[title, [sentences]]`` of every question's context. Its
+    titles carry HTML entities (``Etiquette &amp; Espionage``) where Wikipedia's have none: unescaped,
+    text as well, so titles read, search and match as the live wiki's do."""
     for question in iter_json_array(path):
         for title, sentences in question["context"]:
-            yield normalize_title(title), "".join(sentences).strip()
+            yield normalize_title(html.unescape(title)), html.unescape("".join(sentences)).strip()
 
 
 _PTB = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}", "-COLON-": ":"}

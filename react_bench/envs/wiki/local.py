@@ -43,7 +43,7 @@ from pathlib import Path
 from react_bench.envs.wiki.env import NotFound, Page, PageFound, SearchOutcome
 from react_bench.errors import ConfigError
 
-FORMAT_VERSION = "react-bench-wiki-1"
+FORMAT_VERSION = "react-bench-wiki-2"  # 2: HotpotQA titles and text with HTML entities unescaped
 MAX_QUERY_TOKENS = 32
 POSTINGS_BUDGET = 4_000
 TITLE_WEIGHT = 10.0
