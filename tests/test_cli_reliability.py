@@ -213,7 +213,8 @@ def test_ctrl_c_prints_the_resume_command_which_finishes_the_run(tmp_path: Path)
         assert process.returncode == 130, stderr
         assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 2, stderr
         command = stderr.strip().splitlines()[-1].split()
-        assert command[:3] == [sys.executable, "scripts/eval.py", f"resume={run_dir}"]  # the interpreter that ran it
+        assert command[1:3] == ["scripts/eval.py", f"resume={run_dir}"]
+        assert (REPO / command[0]).resolve() == Path(sys.executable).resolve()  # the interpreter that ran it
         resumed = subprocess.run(
             [sys.executable, *command[1:], "progress=false"],
             cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True, text=True, timeout=300,
