@@ -71,6 +71,18 @@ class ProgressBar:
                          dynamic_ncols=True)  # fmt: skip
         self._right = self._n = self._tokens = 0
         self._cost: float | None = 0.0
+        self._figures = ""
+        self._steps: dict[str, int] = {}  # the step in progress of each example in flight
+
+    def heartbeat(self, example_id: str, step: int) -> None:
+        """A step has started: shown at once, so a long example shows life before it is written."""
+        self._steps[example_id] = step
+        self._show(refresh=True)
+
+    def _show(self, *, refresh: bool) -> None:
+        live = ", ".join(f"{i[:8]} step {k}" for i, k in list(self._steps.items())[-3:])
+        text = "; ".join(t for t in (self._figures, f"now: {live}" if live else "") if t)
+        self._bar.set_postfix_str(text, refresh=refresh)
 
     def update(self, record: dict[str, Any]) -> None:
         self._n += 1
@@ -81,7 +93,9 @@ class ProgressBar:
         self._cost = None if cost is None or self._cost is None else self._cost + cost
         cost_text = "unknown" if self._cost is None else f"${self._cost:.4f}"
         score = f"{100 * self._right / self._n:.1f}%"
-        self._bar.set_postfix_str(f"score {score}, tokens {self._tokens}, cost {cost_text}", refresh=False)
+        self._figures = f"score {score}, tokens {self._tokens}, cost {cost_text}"
+        self._steps.pop(str(record.get("id")), None)
+        self._show(refresh=False)
         self._bar.update(1)
 
     def write(self, line: str) -> None:

@@ -37,7 +37,7 @@ from react_bench.console import ProgressBar, TrajectoryPrinter
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
-from react_bench.events import AgentEvent, RunProgress
+from react_bench.events import AgentEvent, RunProgress, StepStarted
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational, sdk_of
@@ -148,7 +148,14 @@ class Run:
         data_notes = getattr(task, "data_notes", None)  # optional: what the data cannot support
         for line in data_notes(cfg.task, env, examples) if data_notes is not None and not cfg.dry_run else ():
             print(f"note: {line}", file=out)
+        loading = cfg.model.provider == "local" and model is None and cfg.show != "none"
+        if loading:  # the embedded model loads here (seconds); the first answer may take minutes more
+            print(f"loading the local model {cfg.model.display_label} ...", file=out, flush=True)
+        started = time.monotonic()
         stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
+        if loading:
+            print(f"model loaded in {time.monotonic() - started:.1f} s; each step of an episode is a model call "
+                  "(the bar shows the step in progress)", file=out, flush=True)  # fmt: skip
         prompts = build_prompts(cfg, task)
         env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
         solver = Solver(cfg.solve, stack.top, prompts, env_factory, task.text_format())
@@ -292,6 +299,15 @@ class Run:
                 printer(example_id, event)
                 if user_sink is not None:
                     user_sink(example_id, event)
+
+        if enabled:  # a heartbeat: the bar names the step in progress, so a long first example is not silence
+            inner_sink = on_event
+
+            def on_event(example_id: str, event: AgentEvent) -> None:
+                if isinstance(event, StepStarted):
+                    bar.heartbeat(example_id, event.step)
+                if inner_sink is not None:
+                    inner_sink(example_id, event)
 
         finished = 0
         from react_bench.batch import batch_response_ids

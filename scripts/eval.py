@@ -19,6 +19,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -104,6 +105,21 @@ def check_group_choices(argv: list[str]) -> None:
                 fail(f"{key}={choice}: no such {key}{hint}; choose one of {choices}")
 
 
+def interrupted(run_dir: Path | None) -> NoReturn:
+    """Ctrl-C: say what was kept and how to resume, then exit 130 at once. Finished examples are
+    already on disk (fsynced as each finishes); a native call still running in a worker thread
+    (llama.cpp evaluating a long prompt takes tens of seconds and cannot be interrupted) must not
+    hold the process until it returns, so the process ends without waiting for its threads."""
+    if run_dir is None:
+        print("\ninterrupted before the run started: nothing was written", file=sys.stderr)
+    else:
+        print(f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
+              f"  {PYTHON} scripts/eval.py resume={run_dir}", file=sys.stderr)  # fmt: skip
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
+
+
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     quiet_console()
@@ -130,15 +146,7 @@ def main(cfg: DictConfig) -> None:
         fail(f"{exc.strerror or exc}{where}; finished examples are kept in {run_dir}" if run_dir is not None
              and run_dir.exists() else f"{exc.strerror or exc}{where}")  # fmt: skip
     except KeyboardInterrupt:
-        if run_dir is None:
-            print("\ninterrupted before the run started: nothing was written", file=sys.stderr)
-        else:
-            print(
-                f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
-                f"  {PYTHON} scripts/eval.py resume={run_dir}",
-                file=sys.stderr,
-            )
-        sys.exit(130)
+        interrupted(run_dir)
     if run_cfg.dry_run:
         return
     if run_cfg.show != "none":

@@ -272,3 +272,18 @@ def test_a_batch_the_endpoint_refuses_is_one_error_line(tmp_path: Path) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: batch=true: the Message Batches API failed"), done.stderr
     assert "400" in lines[0] and "Batches are not available" in lines[0] and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_does_not_wait_for_a_native_call_in_a_worker_thread(tmp_path: Path) -> None:
+    """The interrupt path exits 130 at once although a worker thread is busy for a minute (as
+    llama.cpp's prompt evaluation is, uninterruptibly): the timeout below would catch a wait."""
+    code = (
+        "import sys, time, concurrent.futures as cf\n"
+        f"sys.path.insert(0, {str(REPO / 'scripts')!r})\n"
+        "import eval as cli\n"
+        "cf.ThreadPoolExecutor(1).submit(time.sleep, 60)\n"
+        "cli.interrupted(None)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 130, done.stderr
+    assert "nothing was written" in done.stderr

@@ -196,3 +196,20 @@ async def test_export_to_csv_and_parquet(tmp_path: Path) -> None:
     assert list(table["reason"]) == ["answered", "answered", "error"]
     assert "usage_input_tokens" in table.columns and "meta_level" in table.columns
     assert pd.read_parquet(export_run(run_dir, "parquet")).equals(pd.read_parquet(run_dir / "examples.parquet"))
+
+
+async def test_show_summary_names_the_step_in_progress_before_the_example_is_written(tmp_path: Path) -> None:
+    """A heartbeat under show=summary: a long first example is not minutes of silence."""
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" I look.\nAction 1: Search[Gamma]", " Done.\nAction 2: Finish[yes]"]))
+    out = io.StringIO()
+    seen: list[str] = []
+
+    def check(example_id: str, event: AgentEvent) -> None:
+        if isinstance(event, ToolExecutionFinished) and event.step == 2:
+            seen.append(out.getvalue())
+
+    config = RunConfig(task=TaskConfig(name="hotpotqa", n=1), model={"provider": "scripted", "script": str(script)},
+                       solve=SolveSettings(mode="react"), results_dir=tmp_path, show="summary")  # fmt: skip
+    await evaluate(config, out=out, on_event=check)
+    assert seen and "step 1" in seen[0] and "step 2" in seen[0] and "0/1" in seen[0]  # shown before 1/1
