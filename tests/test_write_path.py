@@ -226,10 +226,12 @@ def test_the_server_holds_each_reply_for_its_latency():
 
 def test_the_rate_limit_answers_429_as_the_api_does_and_refills():
     body = {"model": "claude-sonnet-4-6", "max_tokens": 20, "messages": [{"role": "user", "content": "Question: q"}]}
-    with MessagesServer(responder=WalkResponder(Walk(steps=1)), requests_per_minute=120) as server:  # 2 per second
+    now = [1000.0]  # the bucket's own clock: however slow the machine, no time passes unless the test says so
+    with MessagesServer(responder=WalkResponder(Walk(steps=1))) as server:
+        server.limiter = RequestLimiter(120, clock=lambda: now[0])  # 2 per second
         statuses = [httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
                     for _ in range(3)]  # fmt: skip
-        time.sleep(0.6)  # half a second refills one request
+        now[0] += 0.6  # half a second refills one request
         after = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
     assert [r.status_code for r in statuses] == [200, 200, 429]
     refused = statuses[2]

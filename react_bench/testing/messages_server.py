@@ -137,19 +137,20 @@ class RequestLimiter:
     request per second). A request that finds the bucket empty is answered 429
     ``rate_limit_error`` with ``retry-after``; ``rejected`` counts them."""
 
-    def __init__(self, requests_per_minute: float) -> None:
+    def __init__(self, requests_per_minute: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.rpm = float(requests_per_minute)
         self.rate = self.rpm / 60.0
         self.capacity = max(1.0, self.rate)
+        self.clock = clock  # a test's own clock: the bucket then never depends on the machine's speed
         self._tokens = self.capacity
-        self._at = time.monotonic()
+        self._at = clock()
         self._lock = threading.Lock()
         self.rejected = 0
 
     def admit(self) -> float | None:
         """None if the request may go, else the seconds until a token is there."""
         with self._lock:
-            now = time.monotonic()
+            now = self.clock()
             self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate)
             self._at = now
             if self._tokens >= 1.0:
