@@ -61,6 +61,13 @@ def normalize_answer(text: str) -> str:
     return " ".join(text.split())
 
 
+def groundable(gold: str) -> bool:
+    """Whether a right answer to this question could be read in a page: not yes / no (a
+    comparison question's answer is a judgement, no page says it), not empty."""
+    answer = normalize_answer(gold)
+    return bool(answer) and answer not in _YES_NO
+
+
 def grounded(prediction: str, observations: Sequence[str]) -> bool:
     """Whether the (normalised) answer occurs in some (normalised) observation of the episode:
     an answer that can be traced to what the agent saw, rather than only remembered."""

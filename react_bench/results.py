@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import grounded, score_ci
+from react_bench.metrics import groundable, grounded, score_ci
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -51,7 +51,8 @@ def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
     metadata = record.get("metadata") or {}
     out["metadata"] = {k: metadata[k] for k in info.groups if k in metadata}
     out["_failure_label"] = failure_label(record)
-    out["_grounded"] = grounded(record.get("prediction") or "", observations(record))
+    out["_groundable"] = info.grounded_answers and groundable(str(record.get("gold") or ""))
+    out["_grounded"] = out["_groundable"] and grounded(record.get("prediction") or "", observations(record))
     out["_actions"] = action_counts(record)
     return out
 
@@ -107,13 +108,20 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     metrics["cost_usd"] = _cost(records, _superseded_spent(Path(run_dir)))
     labels = [r["_failure_label"] for r in records]
     metrics["failure_labels"] = {label: labels.count(label) for label in FAILURE_LABELS if label in labels}
-    is_grounded = [r["_grounded"] for r in records]
-    metrics["grounded"] = sum(is_grounded) / len(records) if records else 0.0
-    metrics["grounded_accuracy"] = (
-        sum(1 for r, g in zip(records, is_grounded, strict=True) if g and r.get("correct")) / len(records)
-        if records
-        else 0.0
+    # Grounded: over the examples whose answer a page could say (not yes / no; None for tasks
+    # whose answers are labels or rewards), the same denominator for every runner and mode.
+    groundable_records = [r for r in records if r["_groundable"]]
+    metrics["grounded_n"] = len(groundable_records)
+    metrics["grounded"] = (
+        sum(1 for r in groundable_records if r["_grounded"]) / len(groundable_records) if groundable_records else None
     )
+    metrics["grounded_accuracy"] = (
+        sum(1 for r in groundable_records if r["_grounded"] and r.get("correct")) / len(groundable_records)
+        if groundable_records
+        else None
+    )
+    # steps: model turns; actions: environment actions executed (the answer action included). The
+    # text runner executes one action a turn; the tool-use runner may execute several at once.
     metrics["mean_steps"] = sum(r["steps"] for r in records) / len(records) if records else 0.0
     metrics["wall"] = _wall(records)
     counts: Counter[str] = Counter()
@@ -122,6 +130,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     actions = counts["actions"]
     # of every action executed: the share the environment refused (WebShop's "Invalid action!",
     # ALFWorld's "Nothing happens.", Wikipedia's "Invalid action: ..."), and the thoughts written as actions
+    metrics["mean_actions"] = actions / len(records) if records else 0.0
     metrics["actions"] = {"n": actions, "invalid_rate": counts["invalid"] / actions if actions else 0.0,
                           "think_share": counts["think"] / actions if actions else 0.0}  # fmt: skip
     metrics["by_group"] = _breakdown(records, info)
@@ -290,9 +299,11 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
             low, high = m["ci95"]
             rows.append((f"  {key} {value} (n={m['n']})", f"{100 * m[info.primary_metric]:.1f}",
                          f"[{100 * low:.1f}, {100 * high:.1f}]"))  # fmt: skip
+    custom = metrics.get("protocol") == "custom"
     for source, figures in info.paper.items():
         if metrics["mode"] in figures:
-            rows.append((f"paper ({source})", f"{figures[metrics['mode']]:.1f}", ""))
+            rows.append((f"paper ({source})", f"{figures[metrics['mode']]:.1f}",
+                         "NOT LIKE FOR LIKE: this run is protocol=custom" if custom else ""))  # fmt: skip
     rows.append(("examples", f"{metrics['n']}/{metrics['n_planned']}", "scores are over all of them"))
     if metrics.get("errors"):
         rows.append(("ERRORS", str(metrics["errors"]), "examples a fault kept from answering, scored as wrong"))
@@ -300,7 +311,11 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
         rows.append(("retries", str(metrics["retries"]), "transient faults retried"))
     rows.append(("finish reasons", ", ".join(f"{k}={v}" for k, v in sorted(metrics["reasons"].items())), ""))
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
-    rows.append(("mean steps", f"{metrics['mean_steps']:.2f}", ""))
+    rows.append(("mean steps", f"{metrics['mean_steps']:.2f}",
+                 f"model turns; {metrics.get('mean_actions', 0.0):.2f} actions executed per example"))  # fmt: skip
+    if metrics.get("grounded_accuracy") is not None:
+        of = f"right and read in an observation, of {metrics['grounded_n']} answers a page can say"
+        rows.append(("grounded accuracy", f"{100 * metrics['grounded_accuracy']:.1f}", of))
     wall = metrics.get("wall") or {}
     if wall.get("per_example_s") is not None:
         per_call = "" if wall.get("per_call_s") is None else f"{wall['per_call_s']:.2f} s per model call"

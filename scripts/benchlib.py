@@ -53,6 +53,17 @@ def environment() -> dict[str, Any]:
     }
 
 
+def wait_for_quiet(max_load: float = 0.5, timeout_s: float = 300.0) -> float:
+    """Wait (up to ``timeout_s``) until the 1-minute load average is at most ``max_load``: a
+    start-up time measured beside a test suite measures the suite. Returns the load it starts at."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while os.getloadavg()[0] > max_load and time.monotonic() < deadline:
+        time.sleep(5)
+    return round(os.getloadavg()[0], 2)
+
+
 def check(name: str, value: float, goal: str, ok: bool) -> dict[str, Any]:
     return {"name": name, "value": value, "goal": goal, "ok": bool(ok)}
 

@@ -70,3 +70,13 @@ def test_the_installer_is_quiet_and_fetches_gemma_only_when_asked(tmp_path):
         installs = [line for line in log.read_text().splitlines() if line.startswith("install")]
         assert installs and all(" -q" in f" {line}" for line in installs), installs
         assert any("gemma3-270m" in line for line in installs) == (gemma == "1"), installs
+
+
+def test_the_run_path_imports_no_environment_library_it_does_not_use() -> None:
+    """Start-up: ``react_bench.evaluate`` (every command's import) loads neither WebShop's HTML
+    parser nor ALFWorld's engine; they arrive with the first page rendered or game reset."""
+    import subprocess
+
+    code = "import sys, react_bench.evaluate; print([m for m in ('bs4', 'textworld', 'alfworld') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.strip() == "[]"

@@ -90,3 +90,50 @@ def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
     assert metrics["em"]["ci_method"] == "wilson"
     assert (low, high) == pytest.approx((0.1500, 0.8500), abs=1e-4)  # Wilson, 2 of 4
     assert "out_of_label_set" not in metrics
+
+
+def test_a_custom_protocol_run_marks_the_papers_figure_beside_it(tmp_path):
+    task = load_task("fever")
+    write_run(tmp_path, "fever", [record(i, **task.score("SUPPORTS", "SUPPORTS")) for i in range(2)])
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert "NOT LIKE FOR LIKE" not in format_table(summarize(tmp_path, task.info), task.info)
+    run["config"]["protocol"] = "custom"
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    table = format_table(summarize(tmp_path, task.info), task.info)
+    assert re.search(r"paper \(.*\) +60\.9 +NOT LIKE FOR LIKE: this run is protocol=custom", table)
+
+
+def _episode(*observations: str) -> list[dict]:
+    events = []
+    for i, observation in enumerate(observations):
+        events.append({"type": "tool_called", "call_id": str(i), "name": "search", "arguments": {"entity": "x"}})
+        events.append({"type": "tool_execution_finished", "call_id": str(i), "name": "search",
+                       "observation": observation, "is_error": False})  # fmt: skip
+    return [{"events": events}]
+
+
+def test_grounded_counts_only_answers_a_page_can_say_and_actions_are_counted_apart_from_steps(tmp_path):
+    task = load_task("hotpotqa")
+    rows = [
+        # one model turn that ran two searches at once (the tool-use runner's parallel calls)
+        dict(record(0, **task.score("Paris", "Paris")), gold="Paris", prediction="Paris", correct=True, steps=1,
+             trajectory=_episode("Paris is the capital of France.", "Lyon is a city.")),
+        # right, but the answer is a judgement no page says: not in grounded's denominator
+        dict(record(1, **task.score("yes", "yes")), gold="yes", prediction="yes", correct=True, steps=1,
+             trajectory=_episode("Both are films.")),
+        # right, from memory: the page it read does not say it
+        dict(record(2, **task.score("Rome", "Rome")), gold="Rome", prediction="Rome", correct=True, steps=1,
+             trajectory=_episode("Milan is a city.")),
+    ]  # fmt: skip
+    write_run(tmp_path, "hotpotqa", rows)
+    metrics = summarize(tmp_path, task.info)
+    assert metrics["grounded_n"] == 2 and metrics["grounded"] == 0.5 and metrics["grounded_accuracy"] == 0.5
+    assert metrics["mean_steps"] == 1.0 and metrics["mean_actions"] == pytest.approx(4 / 3)
+    table = format_table(metrics, task.info)
+    assert re.search(r"mean steps +1\.00 +model turns; 1\.33 actions executed per example", table)
+    assert re.search(r"grounded accuracy +50\.0 +right and read in an observation, of 2 answers", table)
+    fever = load_task("fever")
+    write_run(tmp_path, "fever", [dict(record(0, **fever.score("SUPPORTS", "SUPPORTS")), trajectory=_episode("x"))])
+    metrics = summarize(tmp_path, fever.info)  # a label is never on a page: no grounded figure, not 0
+    assert metrics["grounded"] is None and metrics["grounded_accuracy"] is None and metrics["grounded_n"] == 0
+    assert "grounded accuracy" not in format_table(metrics, fever.info)

@@ -244,6 +244,9 @@ class TaskInfo:
     paper: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     paper_table: str = ""  # where they are from: "Yao et al. (2022), Table 1"
     answers: bool = True  # examples carry reference answers: the modes without actions apply
+    # answers are names, dates, numbers an observation can contain: metrics give "grounded"
+    # (FEVER's labels and the environments' rewards cannot be read in a page: None there)
+    grounded_answers: bool = False
     modes: tuple[str, ...] | None = None  # the modes it runs; None: every mode
     groups: tuple[str, ...] = ()  # metadata keys of the breakdowns (question type, task type, ...)
     shown_groups: tuple[str, ...] = ()  # those the console's table shows, a row per value

@@ -161,6 +161,7 @@ def hub_pool() -> Pool:
 
 class HotpotQATask(WikiTask):
     info = TaskInfo(
+        grounded_answers=True,
         name="hotpotqa",
         title="HotpotQA",
         metrics=("em", "f1"),

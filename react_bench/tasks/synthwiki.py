@@ -21,6 +21,7 @@ from react_bench.tasks.wikitask import WikiTask
 
 class SynthWikiTask(WikiTask):
     info = TaskInfo(
+        grounded_answers=True,
         name="synthwiki",
         title="SynthWiki",
         metrics=("em", "f1"),

@@ -26,9 +26,10 @@ the score (``reward``) on the done page.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from bs4 import BeautifulSoup
-from bs4.element import Comment, NavigableString
+if TYPE_CHECKING:  # bs4 is imported on the first render: not on every command's start-up
+    from bs4.element import NavigableString
 
 SCORE_LABEL = "Your score (min 0.0, max 1.0)"
 _HIDDEN = frozenset({"style", "script", "head", "title", "meta", "[document]"})
@@ -43,8 +44,8 @@ class Page:
     reward: float | None = None
 
 
-def _visible(node: NavigableString) -> bool:
-    return node.parent is not None and node.parent.name not in _HIDDEN and not isinstance(node, Comment)
+def _visible(node: NavigableString, comment: type) -> bool:
+    return node.parent is not None and node.parent.name not in _HIDDEN and not isinstance(node, comment)
 
 
 def clean(text: str) -> str:
@@ -56,8 +57,11 @@ def clean(text: str) -> str:
 
 
 def render(html: str, url: str, first_page: bool = False) -> Page:
+    from bs4 import BeautifulSoup
+    from bs4.element import Comment
+
     soup = BeautifulSoup(html, "html.parser")
-    texts = [t for t in soup.find_all(string=True) if _visible(t)]
+    texts = [t for t in soup.find_all(string=True) if _visible(t, Comment)]
     page = Page("")
     parts: list[str] = []
     group = ""
