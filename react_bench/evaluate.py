@@ -27,6 +27,7 @@ import functools
 import json
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -211,6 +212,13 @@ class Run:
     async def execute(self, on_event: EventSink | None = None) -> RunResult:
         cfg, run_dir = self.cfg, self.run_dir
         done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=self.fingerprint)
+        try:
+            return await self._execute(done, on_event)
+        finally:
+            rundir.release(run_dir)  # the folder is free for the next process
+
+    async def _execute(self, done: set[str], on_event: EventSink | None) -> RunResult:
+        cfg, run_dir = self.cfg, self.run_dir
         if not (run_dir / rundir.RUN_JSON).exists():
             rundir.write_json(run_dir / rundir.RUN_JSON, self.header())
         for line in self.not_applied:
@@ -331,6 +339,8 @@ class Run:
                 record["wall_s"] = round(wall_s, 4)  # the example's own time, environment and model together
                 record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
                 record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
+                record["cache_write_failures"] = counts["cache_write_failures"]
+                record["stop_reasons"] = stop_reason_counts(calls)  # every call's, as the API gave it
                 record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, cached, batched)
                 if budget is not None:
                     await budget.done(example.id, record["cost_usd"])
@@ -379,6 +389,17 @@ def new_run_id(cfg: RunConfig | None = None) -> str:
     while run_dir_for(cfg, run_id).exists():
         run_id, n = f"{stamp}-{n}", n + 1
     return run_id
+
+
+def stop_reason_counts(calls: list[Any]) -> dict[str, int]:
+    """How the example's calls stopped (``error`` for a call that failed)."""
+    out: Counter[str] = Counter()
+    for call in calls:
+        if isinstance(call, ModelResponse):
+            out[call.stop_reason.value if call.stop_reason else "none"] += 1
+        else:
+            out["error"] += 1
+    return dict(out)
 
 
 def _costs(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> tuple[float | None, float | None]:

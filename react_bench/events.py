@@ -92,8 +92,9 @@ StreamEvent = (
 # ----------------------------------------------------------------------------- agent layer
 
 # answered: an answer (a turn without action, or an answer action); done: the environment ended the
-# episode (a game won, a purchase made); step_limit: the cap; error: a fault kept it from ending.
-FinishReason = Literal["answered", "done", "step_limit", "error"]
+# episode (a game won, a purchase made); step_limit: the cap; error: a fault kept it from ending;
+# refused: the model declined (stop reason refusal; scored as wrong, counted apart).
+FinishReason = Literal["answered", "done", "step_limit", "error", "refused"]
 FINISH_REASONS: tuple[str, ...] = get_args(FinishReason)
 
 

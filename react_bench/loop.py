@@ -45,7 +45,7 @@ from react_bench.events import (
     ToolExecutionFinished,
     ToolExecutionStarted,
 )
-from react_bench.models.base import ModelError
+from react_bench.models.base import ModelError, ModelRefused
 from react_bench.models.collector import StreamProtocolError
 from react_bench.types import Message, ToolResultBlock, Usage
 
@@ -117,6 +117,11 @@ class _Turn:
 
     decision: Decision | None = None
     error: str | None = None
+    refused: bool = False  # the model declined (ModelRefused): the episode ends "refused"
+
+    def ended(self, step: int, total: Usage) -> EpisodeFinished:
+        """The EpisodeFinished of a turn that gave no Decision."""
+        return EpisodeFinished("", "refused" if self.refused else "error", step, total, error=self.error)
 
 
 async def _drain(turn: AsyncIterator[AgentEvent | Decision], slot: _Turn, what: str) -> AsyncIterator[AgentEvent]:
@@ -129,6 +134,7 @@ async def _drain(turn: AsyncIterator[AgentEvent | Decision], slot: _Turn, what: 
                 yield item
     except (ModelError, StreamProtocolError) as exc:
         slot.error = f"{type(exc).__name__}: {exc}"
+        slot.refused = isinstance(exc, ModelRefused)
         return
     if slot.decision is None:
         raise PolicyError(f"policy ended {what} without a Decision")
@@ -149,7 +155,7 @@ async def run_episode(
         async for event in _drain(policy.decide(history, step), turn, f"step {step}"):
             yield event
         if turn.decision is None:
-            yield EpisodeFinished("", "error", step, total, error=turn.error)
+            yield turn.ended(step, total)
             return
         decision = turn.decision
         total += decision.usage
@@ -192,7 +198,7 @@ async def run_episode(
         async for event in _drain(policy.wrap_up(history, steps + 1, notice), turn, "its wrap-up"):
             yield event
         if turn.decision is None:
-            yield EpisodeFinished("", "error", steps, total, error=turn.error)
+            yield turn.ended(steps, total)
             return
         total += turn.decision.usage
         history.append(turn.decision.message)

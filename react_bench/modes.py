@@ -184,7 +184,7 @@ def wants_backoff(part: Part, outcome: Outcome) -> bool:
     """Whether ``outcome`` of ``part`` is handed to the mode's backoff part."""
     match part:
         case "act" | "react":
-            return outcome.reason not in ("error", "done") and not outcome.prediction.strip()
+            return outcome.reason not in ("error", "done", "refused") and not outcome.prediction.strip()
         case "cot_sc":
             assert outcome.vote is not None
             return outcome.vote.count < outcome.vote.total / 2

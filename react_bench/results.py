@@ -40,7 +40,7 @@ def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 _SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", "retries", "request_cache",
                    "replaced_chars", "bad_calls", "repairs", "cost_usd", "saved_usd", "steps", "reward", "wall_s",
-                   "calls")  # fmt: skip
+                   "calls", "stop_reasons", "cache_write_failures")  # fmt: skip
 
 
 def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
@@ -100,6 +100,9 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
         k: sum(int((r.get("request_cache") or {}).get(k) or 0) for r in records) for k in ("hits", "misses")
     }
     metrics["replaced_chars"] = sum(int(r.get("replaced_chars") or 0) for r in records)
+    metrics["stop_reasons"] = dict(sum((Counter(r.get("stop_reasons") or {}) for r in records), Counter()))
+    metrics["refused"] = sum(1 for r in records if r["reason"] == "refused")
+    metrics["cache_write_failures"] = sum(int(r.get("cache_write_failures") or 0) for r in records)
     metrics["bad_calls"] = sum(int(r.get("bad_calls", 0)) for r in records)
     metrics["repairs"] = dict(sum((Counter(r.get("repairs") or {}) for r in records), Counter()))
     if records and "in_label_set" in records[0]:
@@ -310,6 +313,11 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     if metrics.get("retries"):
         rows.append(("retries", str(metrics["retries"]), "transient faults retried"))
     rows.append(("finish reasons", ", ".join(f"{k}={v}" for k, v in sorted(metrics["reasons"].items())), ""))
+    if metrics.get("refused"):
+        rows.append(("REFUSED", str(metrics["refused"]), "the model declined (stop reason refusal), scored as wrong"))
+    if metrics.get("stop_reasons"):
+        stops = ", ".join(f"{k}={v}" for k, v in sorted(metrics["stop_reasons"].items()))
+        rows.append(("stop reasons", stops, "of every model call"))
     rows.append(("routes", ", ".join(f"{k}={v}" for k, v in sorted(metrics["routes"].items())), ""))
     rows.append(("mean steps", f"{metrics['mean_steps']:.2f}",
                  f"model turns; {metrics.get('mean_actions', 0.0):.2f} actions executed per example"))  # fmt: skip
@@ -334,6 +342,9 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     if usage["cache_read_input_tokens"] or usage["cache_creation_input_tokens"]:
         cache = f"read {usage['cache_read_input_tokens']}, written {usage['cache_creation_input_tokens']}"
         rows.append(("  of which cache", cache, ""))
+    if metrics.get("cache_write_failures"):
+        rows.append(("cache writes failed", str(metrics["cache_write_failures"]),
+                     "responses used, not stored: a rerun asks again"))  # fmt: skip
     served = metrics.get("request_cache") or {}
     if served.get("hits") or served.get("misses"):
         rows.append(("request cache", cache_summary(metrics), "a hit is not sent, not paid again"))

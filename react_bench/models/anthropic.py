@@ -33,6 +33,16 @@ Decisions a next engineer needs:
   and the ``retry-after`` the API sent.
 - New stream event types, content block types and delta types may appear (the API says so
   and asks clients to ignore them): they are skipped, with their blocks' later deltas.
+- A message ends at its ``message_stop`` (the API's documented end of a stream): the stream is
+  closed there, and whatever a server sends after it is never read.
+- A stream the SDK cannot parse (a data line that is not JSON, bytes that are not UTF-8, a body
+  its ``Content-Encoding`` does not describe) or that breaks the protocol's shapes (``null``
+  where an object or a string belongs, no usage, a token count that is not a count between 0
+  and ``MAX_TOKEN_COUNT``) is a ``MalformedResponse``: retried, then an error on that example.
+- Two clocks per attempt: ``timeout_s`` (60 s) is the longest wait for the next byte;
+  ``deadline_s`` bounds the whole attempt (default: 60 s plus ``max_tokens`` at 20 tokens a
+  second, the slowest the API streams), so a stream that sends ``ping`` forever ends too. Both
+  are retried; the error says which clock ran out.
 - The API key is read from the environment variable ``api_key_env`` names, in the
   constructor: a missing key is a ConfigError before any request, naming the variable.
   ``base_url=None`` leaves the SDK's own handling of ``ANTHROPIC_BASE_URL``.
@@ -40,6 +50,7 @@ Decisions a next engineer needs:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -71,6 +82,23 @@ from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
 _CACHE = {"type": "ephemeral"}
+MAX_TOKEN_COUNT = 100_000_000  # no request or response of any model comes near: a larger count is corrupt
+# The slowest rate the API streams at, and the longest it takes to start: the default deadline of an attempt.
+_SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
+
+
+class MalformedResponse(ModelError):
+    """A response the protocol does not allow (unparseable, or a shape or count it cannot have):
+    retried like a cut stream (a proxy or a server fault), then an error on that example."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"malformed response: {message}", retryable=True)
+
+
+# What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
+# Content-Encoding that lies), and what an unchecked None field raises in the mapping.
+_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, anthropic.APIResponseValidationError,
+                 httpx2.DecodingError)  # fmt: skip
 _CACHEABLE = frozenset({"text", "tool_use", "tool_result"})
 
 
@@ -85,7 +113,8 @@ class AnthropicConfig:
     name: str  # the model id, as in the SDK's types/model.py
     api_key_env: str = "ANTHROPIC_API_KEY"  # the NAME of the variable holding the key
     base_url: str | None = None  # None: the SDK reads ANTHROPIC_BASE_URL, else api.anthropic.com
-    timeout_s: float = field(default=600.0, metadata=OPERATIONAL)
+    timeout_s: float = field(default=60.0, metadata=OPERATIONAL)  # the longest wait for the next byte
+    deadline_s: float | None = field(default=None, metadata=OPERATIONAL)  # one attempt, whole; None: by max_tokens
     prompt_caching: bool = True
     allow_unknown_model: bool = False  # unknown ids get the strictest rules instead of an error
 
@@ -223,6 +252,8 @@ class AnthropicClient:
         messages = request.messages
         if not messages or messages[-1].role != "assistant":
             return request
+        if request.metadata.get("continuation") == "pause_turn":
+            return request  # a paused turn goes back as it is (the API's way to continue it)
         if not self.capabilities.prefill:
             raise ConfigError(
                 f"{self.config.name} does not support assistant message prefill: the conversation must end "
@@ -239,21 +270,63 @@ class AnthropicClient:
             request = replace(request, messages=(*messages[:-1], stripped))
         return request
 
+    def deadline_s(self, max_tokens: int) -> float:
+        """How long one attempt may take, whole (``deadline_s``, or by ``max_tokens``)."""
+        if self.config.deadline_s is not None:
+            return self.config.deadline_s
+        return _FIRST_TOKEN_S + max_tokens / _SLOWEST_TOKENS_PER_S
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         plan = self.plan(request)
         mapper = StreamMapper()
         cutter = StreamStops(plan.client_stops) if plan.client_stops else None
+        allowed = self.deadline_s(int(plan.arguments.get("max_tokens") or 0))
+        deadline = asyncio.get_running_loop().time() + allowed
         try:
-            response = await self._sdk.messages.create(**plan.arguments, stream=True)
+            # the deadline bounds each wait, never spans a yield (the consumer's time is its own)
+            async with asyncio.timeout_at(deadline):
+                response = await self._sdk.messages.create(**plan.arguments, stream=True)
             async with response:
-                async for raw in response:
-                    for event in mapper.map(raw):
+                events = aiter(response)
+                while True:
+                    if mapper.stopped:  # the message is complete: the rest is read only to keep
+                        await _drain_rest(events, deadline)  # the connection for the next call
+                        break
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            raw = await anext(events)
+                        mapped = mapper.map(raw)
+                    except StopAsyncIteration:
+                        break
+                    except _PARSE_ERRORS as exc:
+                        raise MalformedResponse(f"{type(exc).__name__}: {exc}") from exc
+                    for event in mapped:
                         for out in cutter.feed(event) if cutter else (event,):
                             yield out
+        except TimeoutError as exc:
+            raise ModelError(
+                f"timed out: the attempt passed its deadline of {allowed:g} s (model.deadline_s)", retryable=True
+            ) from exc
+        except (anthropic.APITimeoutError, httpx2.TimeoutException) as exc:  # before the headers, or after
+            raise ModelError(
+                f"timed out: no byte from the API for {self.config.timeout_s:g} s (model.timeout_s)", retryable=True
+            ) from exc
         except anthropic.APIStatusError as exc:
             raise model_error(exc) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
+
+
+async def _drain_rest(events: AsyncIterator[Any], deadline: float) -> None:
+    """Read what follows ``message_stop`` and drop it (normally only the body's end, which
+    lets the connection be reused); whatever it is, it is not part of the message: anything
+    unreadable or slow (more than 2 s) just closes the connection."""
+    try:
+        async with asyncio.timeout_at(min(deadline, asyncio.get_running_loop().time() + 2.0)):
+            async for _ in events:
+                pass
+    except (TimeoutError, anthropic.APIError, httpx2.HTTPError, *_PARSE_ERRORS):
+        pass
 
 
 def _thinking_conflicts(request: ModelRequest, not_applied: list[str], *, forced_ok: bool) -> ModelRequest:
@@ -407,13 +480,53 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
 # ------------------------------------------------------------------ SDK event -> StreamEvent
 
 
-def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage) -> Usage:
+def _count(usage: object, name: str, required: bool) -> int:
+    """A token count as the protocol has it: an optional one absent or null is 0; a required one
+    missing, or anything but a whole number between 0 and MAX_TOKEN_COUNT, is a malformed
+    response (it would corrupt usage and cost). What the SDK's validation has already read as
+    a number (the string "12" as 12) is taken as it read it."""
+    value = getattr(usage, name, None)
+    if value is None and not required:
+        return 0
+    if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise MalformedResponse(f"usage.{name} is {value!r}, not a token count")
+    return value
+
+
+def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage | None, where: str, required: tuple[str, ...]) -> Usage:
+    """A usage object; ``required``: the counts the protocol always sends there."""
+    if usage is None:
+        raise MalformedResponse(f"{where} carries no usage")
     return Usage(
-        input_tokens=usage.input_tokens or 0,
-        output_tokens=usage.output_tokens or 0,
-        cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
-        cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+        input_tokens=_count(usage, "input_tokens", "input_tokens" in required),
+        output_tokens=_count(usage, "output_tokens", "output_tokens" in required),
+        cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens", False),
+        cache_read_input_tokens=_count(usage, "cache_read_input_tokens", False),
     )
+
+
+# The fields each event must carry, and of what kind (the SDK builds an event from whatever
+# came: a field sent as null arrives as None, and matching on it would skip or misread it).
+_SHAPES: dict[str, tuple[tuple[str, type], ...]] = {
+    "message_start": (("message", object),),
+    "content_block_start": (("index", int), ("content_block", object)),
+    "content_block_delta": (("index", int), ("delta", object)),
+    "content_block_stop": (("index", int),),
+    "message_delta": (("delta", object),),
+}
+
+
+def _check_shape(event: object) -> None:
+    for name, kind in _SHAPES.get(getattr(event, "type", None) or "", ()):
+        value = getattr(event, name, None)
+        if value is None or (kind is int and type(value) is not int):
+            raise MalformedResponse(f"{getattr(event, 'type', None)}.{name} is {value!r}")
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedResponse(f"{where} is {value!r}, not a string")
+    return value
 
 
 def _stop_reason(value: str | None) -> StopReason | None:
@@ -458,14 +571,17 @@ class StreamMapper:
         self._delta: sdk.RawMessageDeltaEvent | None = None
         self._skipped_blocks: set[int] = set()
         self.ignored = 0
+        self.stopped = False  # message_stop seen: the message is complete
 
     def map(self, event: sdk.RawMessageStreamEvent) -> list[StreamEvent]:
+        _check_shape(event)
         if getattr(event, "type", None) not in _KNOWN_EVENTS or self._skip(event):
             self.ignored += 1
             return []
         match event:
             case sdk.RawMessageStartEvent(message=message):
-                return [MessageStart(message.id, message.model, _usage(message.usage))]
+                usage = _usage(message.usage, "message_start", ("input_tokens", "output_tokens"))
+                return [MessageStart(_text(message.id, "message.id"), _text(message.model, "message.model"), usage)]
             case sdk.RawContentBlockStartEvent(index=index, content_block=block):
                 return _block_start(index, block)
             case sdk.RawContentBlockDeltaEvent(index=index, delta=delta):
@@ -476,9 +592,11 @@ class StreamMapper:
                 self._delta = event
                 return []
             case sdk.RawMessageStopEvent():
+                self.stopped = True
                 if self._delta is None:
                     return [MessageStop(None)]
-                message_delta, usage = self._delta.delta, _usage(self._delta.usage)
+                message_delta = self._delta.delta
+                usage = _usage(self._delta.usage, "message_delta", ("output_tokens",))
                 stop = _stop_reason(message_delta.stop_reason)
                 return [MessageStop(stop, usage, message_delta.stop_sequence)]
             case _:
@@ -501,7 +619,7 @@ class StreamMapper:
 def _block_start(index: int, block: SdkStartBlock) -> list[StreamEvent]:
     match block:
         case sdk.TextBlock(text=text):
-            return [BlockStart(index, "text"), *([TextDelta(index, text)] if text else [])]
+            return [BlockStart(index, "text"), *([TextDelta(index, _text(text, "text block's text"))] if text else [])]
         case sdk.ThinkingBlock(thinking=thinking, signature=signature):
             out: list[StreamEvent] = [BlockStart(index, "thinking")]
             out += [ThinkingDelta(index, thinking)] if thinking else []
@@ -529,13 +647,13 @@ def _block_start(index: int, block: SdkStartBlock) -> list[StreamEvent]:
 def _delta(index: int, delta: sdk.RawContentBlockDelta) -> list[StreamEvent]:
     match delta:
         case sdk.TextDelta(text=text):
-            return [TextDelta(index, text)]
+            return [TextDelta(index, _text(text, "text_delta.text"))]
         case sdk.ThinkingDelta(thinking=thinking):
-            return [ThinkingDelta(index, thinking)]
+            return [ThinkingDelta(index, _text(thinking, "thinking_delta.thinking"))]
         case sdk.SignatureDelta(signature=signature):
-            return [SignatureDelta(index, signature)]
+            return [SignatureDelta(index, _text(signature, "signature_delta.signature"))]
         case sdk.InputJSONDelta(partial_json=partial):
-            return [ToolInputDelta(index, partial)]
+            return [ToolInputDelta(index, _text(partial, "input_json_delta.partial_json"))]
         case sdk.CitationsDelta():
             return []  # citations are only sent for documents with citations on; never requested
         case _:

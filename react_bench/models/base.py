@@ -49,6 +49,11 @@ class ModelError(Exception):
         self.retry_after = retry_after
 
 
+class ModelRefused(ModelError):
+    """The model declined to answer (stop reason ``refusal``): not a fault, not retried; the
+    example ends with reason ``refused``."""
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     name: str

@@ -10,7 +10,10 @@ the same configuration makes no model call while CoT-SC's samples at temperature
 distinct calls. Only complete responses are stored, never failures. An entry that cannot be
 read (a damaged file) is a miss and is overwritten, never a crash. Entries live under
 ``$REACT_BENCH_REQUEST_CACHE`` (default ``~/.cache/react-bench/requests``), one JSON file
-each, written atomically. Hits and misses are counted per example; a hit costs nothing.
+each, written atomically. Hits and misses are counted per example; a hit costs nothing. A
+write that fails (a read-only or full cache folder) never costs the answer, which was paid
+for: the response is used, the failure counted (``cache_write_failures``) and warned of once
+per run on stderr.
 
 ``LimitedModel`` (``model.requests_per_minute``, ``model.tokens_per_minute``): one limiter
 shared by every concurrent example of a run. Requests are paced evenly (a request every
@@ -26,6 +29,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -71,6 +75,7 @@ class CachedModel(ModelLayer):
     directory: Path = field(default_factory=default_request_cache_dir)
     mode: CacheMode = "on"
     client: object = None  # the provider's client, whose settings are part of the key (None: ``inner``)
+    _warned: bool = field(default=False, repr=False)
 
     def path(self, request: ModelRequest) -> Path:
         key = request_key(self.client if self.client is not None else self.inner, self.inner.name, request)
@@ -91,7 +96,14 @@ class CachedModel(ModelLayer):
         count("cache_misses")
         response = items[-1]
         assert isinstance(response, ModelResponse)
-        write_entry(path, response_to_dict(response))
+        try:
+            write_entry(path, response_to_dict(response))
+        except OSError as exc:
+            count("cache_write_failures")
+            if not self._warned:
+                self._warned = True
+                print(f"warning: the request cache could not be written ({exc}); responses are used, not stored "
+                      f"(cache=false skips the cache)", file=sys.stderr)  # fmt: skip
         for item in items:
             yield item
 
@@ -108,8 +120,12 @@ def read_entry(path: Path) -> ModelResponse | None:
 def write_entry(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind
+        raise
 
 
 @dataclass

@@ -5,7 +5,9 @@ around each example (``example_scope``); asyncio tasks inherit it, so concurrent
 never mix their calls. ``RecordingModel`` wraps any client and appends each completed
 response to the current example's list. A cassette line is, per example, either
 ``{"id": ..., "completions": [raw text of each call]}`` (text runner) or
-``{"id": ..., "responses": [content blocks of each response]}`` (tool-use runner).
+``{"id": ..., "responses": [content blocks of each response]}`` (tool-use runner), with
+``"stop_reasons"``: each call's stop reason, in the same order (None for a failure), which a
+replay gives back (a ``pause_turn`` or a ``refusal`` replays as one).
 
 A call that failed (a ``ModelError`` after the SDK's retries, a broken stream) is recorded
 too, as ``{"error": message}`` in its place, and replayed as the same failure: so a replay
@@ -22,7 +24,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,7 +84,8 @@ def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind) ->
             return {"error": call.message}
         return call.text if kind == "completions" else [block_to_dict(b) for b in call.content]
 
-    return {"id": example_id, kind: [entry(c) for c in calls]}
+    stops = [c.stop_reason.value if isinstance(c, ModelResponse) and c.stop_reason else None for c in calls]
+    return {"id": example_id, kind: [entry(c) for c in calls], "stop_reasons": stops}
 
 
 @dataclass
@@ -125,6 +128,7 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
             else:
                 kinds.add("responses")
                 responses = [_failure(b) or _block_response(b) for b in record["responses"]]
+            responses = _with_stops(responses, record.get("stop_reasons"))
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}:{number}: not a cassette line ({exc})") from exc
         if example_id in by_id:
@@ -133,6 +137,18 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
     if len(kinds) > 1:
         raise ConfigError(f"{path} mixes text completions and message responses")
     return (kinds.pop() if kinds else "completions"), by_id  # type: ignore[return-value]
+
+
+def _with_stops(responses: list[Recorded], stops: Any) -> list[Recorded]:
+    """The recorded stop reasons put back (cassettes from before they were recorded have none)."""
+    if not isinstance(stops, list):
+        return responses
+    out: list[Recorded] = []
+    for response, stop in zip(responses, [*stops, *[None] * len(responses)], strict=False):
+        if isinstance(response, ModelResponse) and stop:
+            response = replace(response, stop_reason=StopReason(stop))
+        out.append(response)
+    return out
 
 
 def _failure(entry: Any) -> RecordedFailure | None:

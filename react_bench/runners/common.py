@@ -4,6 +4,13 @@
 pure collector assembles the response; the policy receives the ``ModelResponse`` last.
 Signature deltas stay here: they reach the response (and so the history) but never an event.
 
+Stop reasons (the API's documented meanings): ``pause_turn`` is not an answer: the turn is
+continued by sending the paused response back as the assistant's turn (up to
+``MAX_CONTINUATIONS`` times; the parts make one response, each part a call of its own);
+``refusal`` raises ``ModelRefused`` (the example ends with reason ``refused``, its own row in
+the table); ``model_context_window_exceeded`` is an error on the example (not retried: the
+same request overflows again; a ``context=`` remedy keeps the request short).
+
 ``complete_text`` sends a text-protocol prompt to any model: as a raw completion where the
 model takes one (local GGUF models, OpenAI-compatible completions), else as chat messages,
 with the suffix (e.g. ``Thought 3:``) as assistant prefill where the model accepts prefill,
@@ -20,9 +27,11 @@ from dataclasses import dataclass, field, replace
 
 from react_bench.context import ContextView, View
 from react_bench.events import AgentEvent, AssistantTextDelta, AssistantThinkingDelta, TextDelta, ThinkingDelta
-from react_bench.models.base import ModelClient, ModelRequest, stream_response
+from react_bench.models.base import ModelClient, ModelError, ModelRefused, ModelRequest, stream_response
 from react_bench.models.stopping import cut_at_stop
-from react_bench.types import Message, ModelResponse, TextBlock, Usage
+from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage
+
+MAX_CONTINUATIONS = 4  # pause_turn continuations of one turn; a fifth pause is an error
 
 
 @dataclass
@@ -51,19 +60,60 @@ class StepStats:
 async def stream_turn(
     model: ModelClient, request: ModelRequest, step: int, stats: StepStats
 ) -> AsyncIterator[AgentEvent | ModelResponse]:
-    """Stream one call (counted in ``stats``): yield text/thinking deltas as AgentEvents,
-    then the whole response."""
-    stats.calls += 1
-    async for item in stream_response(model, request):
-        if isinstance(item, TextDelta):
-            if item.text:
-                yield AssistantTextDelta(step, item.text)
-        elif isinstance(item, ThinkingDelta):
-            if item.thinking:
-                yield AssistantThinkingDelta(step, item.thinking)
-        elif isinstance(item, ModelResponse):
-            stats.replaced_chars += item.replaced_chars
-            yield item
+    """Stream one turn (each call counted in ``stats``): yield text/thinking deltas as
+    AgentEvents, then the whole response (a paused turn continued; see the module docstring)."""
+    whole: ModelResponse | None = None
+    for continuation in range(MAX_CONTINUATIONS + 1):
+        stats.calls += 1
+        part: ModelResponse | None = None
+        async for item in stream_response(model, request):
+            if isinstance(item, TextDelta):
+                if item.text:
+                    yield AssistantTextDelta(step, item.text)
+            elif isinstance(item, ThinkingDelta):
+                if item.thinking:
+                    yield AssistantThinkingDelta(step, item.thinking)
+            elif isinstance(item, ModelResponse):
+                stats.replaced_chars += item.replaced_chars
+                part = item
+        assert part is not None, "a call's stream ends with its response"
+        whole = part if whole is None else _joined(whole, part)
+        if part.stop_reason != StopReason.PAUSE_TURN:
+            break
+        if continuation == MAX_CONTINUATIONS:
+            raise ModelError(f"the model paused its turn {MAX_CONTINUATIONS + 1} times (stop reason pause_turn)")
+        request = continued(request, part)
+    assert whole is not None
+    if whole.stop_reason == StopReason.REFUSAL:
+        raise ModelRefused(f"the model refused (stop reason refusal){': ' + whole.text[:200] if whole.text else ''}")
+    if whole.stop_reason == StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED:
+        raise ModelError(
+            "the request exceeds the model's context window (stop reason model_context_window_exceeded): "
+            "choose a context remedy (context=window, truncate or compact) or fewer steps"
+        )
+    yield whole
+
+
+def continued(request: ModelRequest, paused: ModelResponse) -> ModelRequest:
+    """The request that continues a paused turn: the paused response sent back, as it is, as
+    the assistant's turn (appended to a prefill, if the request ended with one)."""
+    messages = list(request.messages)
+    if messages and messages[-1].role == "assistant":
+        messages[-1] = Message("assistant", (*messages[-1].content, *paused.content))
+    else:
+        messages.append(paused.as_message())
+    return replace(request, messages=tuple(messages), metadata={**request.metadata, "continuation": "pause_turn"})
+
+
+def _joined(first: ModelResponse, then: ModelResponse) -> ModelResponse:
+    """A continued turn as one response: the parts' content in order, usage summed, the last
+    part's stop reason."""
+    return replace(
+        then,
+        content=(*first.content, *then.content),
+        usage=first.usage + then.usage,
+        replaced_chars=first.replaced_chars + then.replaced_chars,
+    )
 
 
 async def viewed(

@@ -35,7 +35,7 @@ import socket
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,6 +49,7 @@ from react_bench.testing.sse import (
     RawStream,
     Reply,
     Spec,
+    Stalled,
     StreamError,
     Truncated,
     build_message,
@@ -65,6 +66,7 @@ __all__ = [
     "RawStream",
     "RecordedRequest",
     "Reply",
+    "Stalled",
     "StreamError",
     "Truncated",
     "claude_model_config",
@@ -180,8 +182,11 @@ class ApiError:
 # -------------------------------------------------------------------------- validation
 
 
-def check_request(body: Mapping[str, Any]) -> ApiError | None:
-    """The first rule ``body`` breaks, as the API would report it; None when it is valid."""
+def check_request(body: Mapping[str, Any], paused: Collection[str] = ()) -> ApiError | None:
+    """The first rule ``body`` breaks, as the API would report it; None when it is valid.
+    ``paused``: the content (``paused_key``) of the responses this server ended with
+    ``pause_turn``: sent back as the last assistant turn, each continues that turn (the API's
+    documented way), whatever the model's prefill rule."""
     model = body.get("model")
     if not isinstance(model, str):
         return ApiError(400, "invalid_request_error", "model: Field required")
@@ -194,7 +199,7 @@ def check_request(body: Mapping[str, Any]) -> ApiError | None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         return _invalid("messages: at least one message is required")
-    for message in (_params(body, info), _cache_breakpoints(body), _messages(messages, info, body)):
+    for message in (_params(body, info), _cache_breakpoints(body), _messages(messages, info, body, paused)):
         if message:
             return _invalid(message)
     return None
@@ -254,7 +259,14 @@ def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
 
 
-def _messages(messages: list[Mapping[str, Any]], info: ClaudeModel, body: Mapping[str, Any]) -> str | None:
+def paused_key(content: list[Mapping[str, Any]]) -> str:
+    keep = ("type", "text", "id", "name", "input", "thinking", "signature", "data")
+    return json.dumps([{k: b[k] for k in keep if k in b} for b in content], sort_keys=True)
+
+
+def _messages(
+    messages: list[Mapping[str, Any]], info: ClaudeModel, body: Mapping[str, Any], paused: Collection[str] = ()
+) -> str | None:
     for i, message in enumerate(messages):
         if message.get("role") not in ("user", "assistant"):
             return f"messages.{i}.role: Input should be 'user' or 'assistant'"
@@ -269,7 +281,10 @@ def _messages(messages: list[Mapping[str, Any]], info: ClaudeModel, body: Mappin
         problem = _tool_pairing(messages, i)
         if problem:
             return problem
-    return _prefill(messages[-1], info, body)
+    last = messages[-1]
+    if last.get("role") == "assistant" and any(paused_key(_content(last)).endswith(p[1:]) for p in paused):
+        return None  # a paused turn sent back: it continues
+    return _prefill(last, info, body)
 
 
 def _tool_pairing(messages: list[Mapping[str, Any]], i: int) -> str | None:
@@ -365,6 +380,8 @@ class MessagesServer:
         self._count = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.paused: set[str] = set()  # paused_key of each response ended with pause_turn
+        self.stopping = threading.Event()  # set by stop(): streams that never end (Stalled) end then
 
     def __enter__(self) -> MessagesServer:
         self.start()
@@ -374,6 +391,7 @@ class MessagesServer:
         self.stop()
 
     def start(self) -> None:
+        self.stopping.clear()
         handler = type("MessagesHandler", (_Handler,), {"state": self})
         self._httpd = _HTTPServer(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -383,6 +401,7 @@ class MessagesServer:
         self._thread.start()
 
     def stop(self) -> None:
+        self.stopping.set()
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
@@ -580,7 +599,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(error, limiter.headers(wait))
         if body is None:
             return self._error(_invalid("The request body is not valid JSON."))
-        problem = check_request(body)
+        problem = check_request(body, self.state.paused)
         if problem is not None:
             return self._error(problem)
         if self.state.latency_s > 0:
@@ -594,17 +613,20 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(spec, Fault):
             return self._error(ApiError(spec.status, spec.error_type, spec.message or spec.error_type), spec.headers)
         if isinstance(spec, RawStream):
-            self._start_stream()
+            self._start_stream(spec.headers)
             self._chunk(spec.body)
             return self._end_stream()
         reply = spec if isinstance(spec, Reply) else spec.reply
         message = build_message(reply, body, number=number, cache=self.state.cache)
+        if message["stop_reason"] == "pause_turn":
+            with self.state._lock:
+                self.state.paused.add(paused_key(message["content"]))
         if not body.get("stream"):
             if isinstance(spec, Reply):
                 self.state._bill(message)
             return self._json(200, message) if isinstance(spec, Reply) else self._drop()
         events = stream_events(message, chunk=self.state.chunk, json_chunk=self.state.json_chunk)
-        if isinstance(spec, (Dropped, Truncated, StreamError)):
+        if isinstance(spec, (Dropped, Truncated, StreamError, Stalled)):
             events = events[: spec.after_events]
         else:
             self.state._bill(message)
@@ -613,6 +635,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chunk(encode_sse(name, payload))
         if isinstance(spec, Dropped):
             return self._drop()
+        if isinstance(spec, Stalled):
+            return self._stall(spec.interval_s)
         if isinstance(spec, StreamError):  # the API reports failures inside a 200 stream this way
             self._chunk(encode_sse("error", ApiError(200, spec.error_type, spec.message).body()))
         return self._end_stream()
@@ -631,13 +655,25 @@ class _Handler(BaseHTTPRequestHandler):
     def _error(self, error: ApiError, headers: Mapping[str, str] | None = None) -> None:
         return self._json(error.status, {**error.body(), "request_id": self._request_id}, headers)
 
-    def _start_stream(self) -> None:
+    def _start_stream(self, headers: Mapping[str, str] | None = None) -> None:
         self._status(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         self.send_header("request-id", self._request_id)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
+
+    def _stall(self, interval_s: float) -> None:
+        """A ``ping`` every ``interval_s`` until the client hangs up or the server stops."""
+        ping = encode_sse("ping", {"type": "ping"})
+        try:
+            while not self.state.stopping.wait(interval_s):
+                self._chunk(ping)
+        except OSError:  # the client gave up: what the test wants
+            pass
+        self.close_connection = True
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))

@@ -284,12 +284,24 @@ class StreamError:
 
 @dataclass(frozen=True)
 class RawStream:
-    """SSE bytes replayed verbatim (a recorded stream)."""
+    """SSE bytes replayed verbatim (a recorded stream, or a malformed one: ``testing.hostile``),
+    with any extra response headers (a ``Content-Encoding`` that lies about the body)."""
 
     body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
-Spec = Reply | Fault | Dropped | Truncated | StreamError | RawStream
+@dataclass(frozen=True)
+class Stalled:
+    """Stream ``after_events`` SSE events of ``reply``, then a ``ping`` every ``interval_s``
+    for ever (until the client hangs up or the server stops): bytes keep coming, a message never."""
+
+    reply: Reply
+    after_events: int = 1
+    interval_s: float = 0.05
+
+
+Spec = Reply | Fault | Dropped | Truncated | StreamError | RawStream | Stalled
 
 
 def build_message(reply: Reply, body: Mapping[str, Any], *, number: int, cache: CacheSimulator) -> dict[str, Any]:
