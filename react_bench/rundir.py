@@ -18,14 +18,24 @@ Rules a next engineer needs:
   surrogate that reached a record through the data) falls back to ASCII escapes rather
   than failing the run.
 - ``run_id`` is a plain name: letters, digits, ``.``, ``_``, ``-`` (no path separators).
+- A run folder is owned by one process at a time: ``prepare`` takes ``.lock`` (an advisory
+  ``flock``, which the system drops when its process dies, so a lock left by a killed run is
+  stale by construction; the file names the owner's pid, host and start for the message a
+  second process gets) before it reads or cuts anything, and ``release`` gives it back.
+- A damaged line in the middle of a file (not JSON, no id) is dropped on resume, with the
+  lines after it kept: only that example runs again. A line without its newline can only be
+  the last one (a crash cut it); an id seen twice keeps its first line.
 """
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import os
 import re
+import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,22 +108,63 @@ class StoredRun:
 
 
 DRY_RUN_FILES = frozenset({"dry_run_request.json", "dry_run.json"})
+LOCK = ".lock"
+_HELD: dict[Path, int] = {}  # run folder -> the descriptor holding its lock, in this process
+
+
+def acquire(run_dir: Path) -> None:
+    """Own ``run_dir`` for this process, or one ConfigError naming the process that owns it."""
+    key = run_dir.resolve()
+    if key in _HELD:
+        raise ConfigError(f"{run_dir} is already being run by this process")
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        owner = _owner(fd)
+        os.close(fd)
+        raise ConfigError(
+            f"{run_dir} is being run by another process ({owner}); wait for it to end or stop it, then resume"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                             "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode())  # fmt: skip
+    _HELD[key] = fd
+
+
+def release(run_dir: Path) -> None:
+    fd = _HELD.pop(run_dir.resolve(), None)
+    if fd is not None:
+        os.close(fd)  # closing drops the flock; the file stays, unlocked (stale on sight)
+
+
+def _owner(fd: int) -> str:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+        return f"pid {data['pid']} on {data['host']}, since {data['started']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "its pid is not readable"
 
 
 def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str, dry_run: bool = False) -> set[str]:
     """Create the run folder, or continue it: the ids already finished there. A folder that
     holds only a dry run's files counts as new."""
-    if run_dir.is_dir() and any(p.name not in DRY_RUN_FILES for p in run_dir.iterdir()):
+    if run_dir.is_dir() and any(p.name not in DRY_RUN_FILES | {LOCK} for p in run_dir.iterdir()):
         if dry_run:
             raise ConfigError(f"{run_dir} holds a run; a dry run needs a new run_id")
         if not resume:
             raise ConfigError(f"{run_dir} exists; add resume=true to continue it, or choose another run_id")
         if read_run_json(run_dir)["fingerprint"] != fingerprint:
             raise ConfigError(f"{run_dir} was run with another protocol (fingerprint differs); refusing to mix")
-        drop = errored_ids(run_dir / EXAMPLES) if retry_errors else set()
-        if drop:
-            keep_superseded(run_dir, drop)
-        return finished_ids(run_dir / EXAMPLES, run_dir / CALLS, drop)
+        acquire(run_dir)  # before anything is read or cut: a second process stops here
+        try:
+            drop = errored_ids(run_dir / EXAMPLES) if retry_errors else set()
+            if drop:
+                keep_superseded(run_dir, drop)
+            return finished_ids(run_dir / EXAMPLES, run_dir / CALLS, drop)
+        except BaseException:
+            release(run_dir)
+            raise
     if resume:
         raise ConfigError(f"resume: there is no run at {run_dir} to resume")
     try:
@@ -123,6 +174,8 @@ def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str
         raise ConfigError(f"cannot create the run folder {run_dir}: {blocking} is a file, not a folder") from None
     except OSError as exc:  # permissions, a read-only or full disk: one line, nothing written
         raise ConfigError(f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
+    if not dry_run:
+        acquire(run_dir)
     return set()
 
 
@@ -158,7 +211,8 @@ def finished_ids(examples: Path, calls: Path, drop: set[str] | None = None) -> s
 
 
 def complete_lines(path: Path) -> dict[str, bytes]:
-    """The newline-terminated JSON lines of ``path`` by id, up to the first damaged one."""
+    """The intact JSON lines of ``path`` by id: a damaged line is dropped and those after it
+    kept (a line without its newline is the last, cut by a crash); an id's first line counts."""
     lines: dict[str, bytes] = {}
     if not path.exists():
         return lines
@@ -167,9 +221,10 @@ def complete_lines(path: Path) -> dict[str, bytes]:
             try:
                 if not raw.endswith(b"\n"):
                     raise ValueError("no newline")
-                lines[str(json.loads(raw)["id"])] = raw
+                record = json.loads(raw)
+                lines.setdefault(str(record["id"]), raw)
             except (ValueError, KeyError, TypeError):
-                break  # a line cut by a crash: drop it and everything after
+                continue  # damaged: this example runs again, the others stand
     return lines
 
 

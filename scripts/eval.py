@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -105,19 +106,28 @@ def check_group_choices(argv: list[str]) -> None:
                 fail(f"{key}={choice}: no such {key}{hint}; choose one of {choices}")
 
 
-def interrupted(run_dir: Path | None) -> NoReturn:
-    """Ctrl-C: say what was kept and how to resume, then exit 130 at once. Finished examples are
-    already on disk (fsynced as each finishes); a native call still running in a worker thread
-    (llama.cpp evaluating a long prompt takes tens of seconds and cannot be interrupted) must not
-    hold the process until it returns, so the process ends without waiting for its threads."""
+def interrupted(run_dir: Path | None, code: int = 130, what: str = "interrupted") -> NoReturn:
+    """Ctrl-C (130) or SIGTERM (143): say what was kept and how to resume, then exit at once.
+    Finished examples are already on disk (fsynced as each finishes); a native call still running
+    in a worker thread (llama.cpp evaluating a long prompt takes tens of seconds and cannot be
+    interrupted) must not hold the process until it returns, so the process ends without waiting
+    for its threads. An example in flight is simply run again on resume."""
     if run_dir is None:
-        print("\ninterrupted before the run started: nothing was written", file=sys.stderr)
+        print(f"\n{what} before the run started: nothing was written", file=sys.stderr)
     else:
-        print(f"\ninterrupted: finished examples are kept in {run_dir}; resume with:\n"
+        print(f"\n{what}: finished examples are kept in {run_dir}; resume with:\n"
               f"  {PYTHON} scripts/eval.py resume={run_dir}", file=sys.stderr)  # fmt: skip
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(130)
+    os._exit(code)
+
+
+RUN_DIR: list[Path] = []  # the run folder, once known (SIGTERM's handler reads it)
+
+
+def on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's stop, ``kill``): handled as Ctrl-C is, exit 143."""
+    interrupted(RUN_DIR[0] if RUN_DIR else None, 143, "terminated")
 
 
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
@@ -136,6 +146,7 @@ def main(cfg: DictConfig) -> None:
             sweep_id += "-pair{}{}".format(*run_cfg.prompt_pair)
         run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id(run_cfg))
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
+        RUN_DIR[:] = [run_dir]
         if run_cfg.model.provider == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model.display_label), flush=True)
         result = asyncio.run(evaluate(run_cfg))
@@ -143,8 +154,10 @@ def main(cfg: DictConfig) -> None:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     except OSError as exc:  # the disk or the file system refused (permissions, space, a path): one line
         where = f" ({exc.filename})" if exc.filename else ""
-        fail(f"{exc.strerror or exc}{where}; finished examples are kept in {run_dir}" if run_dir is not None
-             and run_dir.exists() else f"{exc.strerror or exc}{where}")  # fmt: skip
+        if run_dir is not None and (run_dir / "run.json").exists():
+            fail(f"{exc.strerror or exc}{where} writing under {run_dir}; the finished examples are kept there: "
+                 f"free the space, then resume with {PYTHON} scripts/eval.py resume={run_dir}")  # fmt: skip
+        fail(f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         interrupted(run_dir)
     if run_cfg.dry_run:
@@ -224,6 +237,7 @@ if __name__ == "__main__":
     if any(a in ("--help", "-h") for a in sys.argv[1:]):
         print(settings_help())
         sys.exit(0)
+    signal.signal(signal.SIGTERM, on_sigterm)
     check_group_choices(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
