@@ -33,8 +33,9 @@ Decisions a next engineer needs:
   and the ``retry-after`` the API sent.
 - New stream event types, content block types and delta types may appear (the API says so
   and asks clients to ignore them): they are skipped, with their blocks' later deltas.
-- A message ends at its ``message_stop`` (the API's documented end of a stream): the stream is
-  closed there, and whatever a server sends after it is never read.
+- A message ends at its ``message_stop`` (the API's documented end of a stream): whatever a
+  server sends after it is read for at most 2 s and dropped (so the connection can be reused),
+  never made part of the message.
 - A stream the SDK cannot parse (a data line that is not JSON, bytes that are not UTF-8, a body
   its ``Content-Encoding`` does not describe) or that breaks the protocol's shapes (``null``
   where an object or a string belongs, no usage, a token count that is not a count between 0
