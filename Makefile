@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml .ci/install_llama_cpp.sh .ci/install_alfworld.sh
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	bash .ci/install_llama_cpp.sh $(VENV)/bin/pip
-	$(VENV)/bin/python -m pip install -q -e '.[dev,local,viewer]'
+	$(VENV)/bin/python -m pip install -q -e '.[dev,local,viewer,ray]'
 	bash .ci/install_alfworld.sh $(VENV)/bin/pip
 	touch $(STAMP)
 

@@ -36,6 +36,7 @@ from typing import Any, TextIO
 from react_bench import rundir
 from react_bench.console import ProgressBar, TrajectoryPrinter
 from react_bench.environment import EnvFactory
+from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, StepStarted
@@ -43,10 +44,9 @@ from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational, sdk_of
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
-from react_bench.models.counting import counting_scope
-from react_bench.models.replay import CassetteKind, cassette_line, example_scope
+from react_bench.models.replay import CassetteKind, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
-from react_bench.prompts import PromptSpec, load_instruction
+from react_bench.prompts import PromptSpec
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.tasks import Example, Task, load_task
@@ -76,25 +76,6 @@ def not_applied_settings(model: ModelClient, solver: Solver) -> list[str]:
     for request in solver.probe_requests():
         dropped += [d for d in model.not_applied(request) if d not in dropped]
     return dropped
-
-
-def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
-    task = task if task is not None else load_task(cfg.task.name)
-    keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
-    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
-    if cfg.prompt_file is not None and len(foreign_keys) > 1:
-        raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
-    instruction = None
-    if cfg.instruction_file is not None:
-        if cfg.prompt_file is None:
-            raise ConfigError("prompt.instruction_file goes with prompt.file (the exemplars it introduces)")
-        instruction = load_instruction(cfg.instruction_file, cfg.instruction_key)
-    prompts = {}
-    for key in keys:
-        foreign = cfg.prompt_file is not None and key in foreign_keys
-        file = cfg.prompt_file if foreign else None
-        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
-    return prompts
 
 
 EventSink = Callable[[str, AgentEvent], None]  # (example id, event)
@@ -141,8 +122,11 @@ class Run:
 
     @classmethod
     def prepare(cls, cfg: RunConfig, out: TextIO = sys.stdout, model: ModelClient | None = None) -> Run:
+        if cfg.executor == "ray" and model is not None and not cfg.dry_run:
+            raise ConfigError("executor=ray builds the model on each worker from cfg.model; a client built by "
+                              "the caller cannot be sent there (use executor=local)")  # fmt: skip
         task = load_task(cfg.task.name)
-        env = cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
+        env = env_config(cfg, task)
         examples = task.examples(cfg.task, env)
         if task.coverage is not None and task.coverage.found < task.coverage.requested:
             print(f"coverage: {task.coverage.summary()}", file=out)
@@ -157,9 +141,7 @@ class Run:
         if loading:
             print(f"model loaded in {time.monotonic() - started:.1f} s; each step of an episode is a model call "
                   "(the bar shows the step in progress)", file=out, flush=True)  # fmt: skip
-        prompts = build_prompts(cfg, task)
-        env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
-        solver = Solver(cfg.solve, stack.top, prompts, env_factory, task.text_format())
+        prompts, env_factory, solver = build_solver(cfg, task, env, stack.top)
         not_applied = not_applied_settings(stack.top, solver)
         settings = {
             "protocol": cfg.protocol,
@@ -293,6 +275,23 @@ class Run:
             print(f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
                   "every API's rate limits; model.requests_per_minute paces the calls)", file=out)  # fmt: skip
             concurrency = MAX_CONCURRENCY
+        pool = None
+        if cfg.executor == "ray" and todo:  # the episodes on Ray workers; this process stays the writer
+            from react_bench.cluster import WorkerPool
+
+            pool = await WorkerPool.start(cfg, self.run_id, events=on_event is not None or cfg.show == "trajectories",
+                                          out=out)  # fmt: skip
+            concurrency = min(max(concurrency, pool.capacity), MAX_CONCURRENCY)
+
+        async def solve(example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
+            if pool is None:
+                return await solve_example(self.solver, example, sink)
+            solved = await pool.solve(example)
+            if sink is not None:
+                for event in solved.events:
+                    sink(event)  # as the worker saw them, once the episode is back
+            return solved
+
         semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
         cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
@@ -330,26 +329,18 @@ class Run:
                 sink = None if on_event is None else functools.partial(on_event, example.id)
                 if printer is not None:
                     printer.begin(example.id, example.question, example.gold)
-                started = time.monotonic()
-                with example_scope(example.id) as calls, counting_scope() as (counts, cached):
-                    outcome = await self.solver.solve(example, sink)
-                wall_s = time.monotonic() - started
-                scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
-                record = example_record(example, outcome, scores, self.task.info.primary_metric)
-                record["wall_s"] = round(wall_s, 4)  # the example's own time, environment and model together
-                record["retries"] = counts["retries"]  # transient faults survived (models.retrying)
-                record["request_cache"] = {"hits": counts["cache_hits"], "misses": counts["cache_misses"]}
-                record["cache_write_failures"] = counts["cache_write_failures"]
-                record["stop_reasons"] = stop_reason_counts(calls)  # every call's, as the API gave it
-                record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, cached, batched)
+                solved = await solve(example, sink)
+                record = self.record(example, solved, batched)
                 if budget is not None:
                     await budget.done(example.id, record["cost_usd"])
-                lines = rundir.json_line(record), rundir.json_line(cassette_line(example.id, calls, cassette_kind))
+                cassette = cassette_line(example.id, solved.calls, cassette_kind)
+                lines = rundir.json_line(record), rundir.json_line(cassette)
             # The next example may start while these lines go to disk; this one counts once they are there.
             await writer.write(*lines)
             finished += 1
             bar.update(record)
             if on_event is not None:
+                outcome = solved.outcome
                 progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
                                        record["correct"], outcome.reason)  # fmt: skip
                 on_event(example.id, progress)
@@ -366,7 +357,24 @@ class Run:
         finally:
             await writer.aclose()
             bar.close()
+            if pool is not None:
+                pool.close()
         return finished
+
+    def record(self, example: Example, solved: Solved, batched: set[str]) -> dict[str, Any]:
+        """The example's line of examples.jsonl."""
+        outcome, counts, calls = solved.outcome, solved.counts, solved.calls
+        scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
+        record = example_record(example, outcome, scores, self.task.info.primary_metric)
+        record["wall_s"] = round(solved.wall_s, 4)  # the example's own time, environment and model together
+        record["retries"] = counts.get("retries", 0)  # transient faults survived (models.retrying)
+        record["request_cache"] = {"hits": counts.get("cache_hits", 0), "misses": counts.get("cache_misses", 0)}
+        record["cache_write_failures"] = counts.get("cache_write_failures", 0)
+        record["stop_reasons"] = stop_reason_counts(calls)  # every call's, as the API gave it
+        record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, solved.cached, batched)
+        if solved.worker is not None:
+            record["worker"] = solved.worker  # the Ray node and process (executor=ray)
+        return record
 
 
 def _caching(cfg: RunConfig) -> tuple[bool, int]:

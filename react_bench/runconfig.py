@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
@@ -51,6 +51,34 @@ CUSTOM_DEFAULTS = dict(PAPER, parser="robust")
 SELECTION_KEYS = ("split", "n", "offset", "ids", "on_missing", "data_dir")
 
 
+Executor = Literal["local", "ray"]
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """``executor=ray``: where the cluster is and how the run's episodes use it (``cluster.py``)."""
+
+    address: str | None = None  # auto | host:port | None: a Ray instance started for this run, on this machine
+    workers: int | None = None  # episode workers (Ray actors); None: as many as the cluster's CPUs allow
+    num_cpus: float = 1.0  # CPUs each worker reserves (an ALFWorld engine is one busy core)
+
+    @staticmethod
+    def from_mapping(values: Mapping[str, Any]) -> RaySettings:
+        unknown = set(values) - {"address", "workers", "num_cpus"}
+        if unknown:
+            raise ConfigError(f"ray.{sorted(unknown)[0]}: no such setting; ray takes address, workers, num_cpus")
+        address = values.get("address")
+        workers = _int(values, "workers", 0) or None
+        num_cpus = values.get("num_cpus", 1.0)
+        try:
+            num_cpus = float(num_cpus)
+        except (TypeError, ValueError):
+            raise ConfigError(f"ray.num_cpus={num_cpus!r}: expected a number") from None
+        if workers is not None and workers < 1 or num_cpus < 0:
+            raise ConfigError(f"ray.workers={workers}, ray.num_cpus={num_cpus}: must be positive")
+        return RaySettings(None if address in (None, "") else str(address), workers, num_cpus)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     task: TaskConfig
@@ -76,6 +104,8 @@ class RunConfig:
     batch: bool = False  # single-call modes through the Message Batches API (batch.py)
     batch_poll_s: float = 30.0
     request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
+    executor: Executor = "local"  # local: this process | ray: the episodes on a Ray cluster (cluster.py)
+    ray: RaySettings = RaySettings()
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
     def __post_init__(self) -> None:
@@ -121,8 +151,20 @@ class RunConfig:
             batch=_bool(cfg, "batch"),
             batch_poll_s=float(cfg.get("batch_poll_s") or 30.0),
             max_cost_usd=_budget(cfg.get("max_cost_usd")),
+            executor=_executor(cfg),
+            ray=RaySettings.from_mapping(cfg.get("ray") or {}),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
+
+
+def _executor(cfg: Mapping[str, Any]) -> Executor:
+    executor = str(cfg.get("executor") or "local")
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"executor={executor}: choose local (this process) or ray (a Ray cluster: ray.address)")
+    if executor == "ray" and _bool(cfg, "batch"):
+        raise ConfigError("executor=ray with batch=true: a batch is one request to the Batches API from this "
+                          "process; run it with executor=local")  # fmt: skip
+    return "ray" if executor == "ray" else "local"
 
 
 def _task_config(cfg: Mapping[str, Any], model: ModelSpec) -> TaskConfig:
@@ -297,7 +339,7 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) ->
 # Settings of how a run is carried out, never of what it computes: taken from the command line.
 RUN_KEYS = frozenset(
     {"resume", "run_id", "run_dir", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
-    | {"dry_run", "max_cost_usd", "batch", "batch_poll_s"}
+    | {"dry_run", "max_cost_usd", "batch", "batch_poll_s", "executor", "ray"}
 )
 
 

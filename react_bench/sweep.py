@@ -21,11 +21,28 @@ from typing import Any
 from hydra.experimental.callback import Callback
 
 SWEEP_ENV = "REACT_BENCH_SWEEP_ID"
+RAY_LAUNCHER = "hydra_ray_launcher"
+
+
+def connect_ray_launcher(config: Any) -> None:
+    """``hydra/launcher=ray``: connect to the cluster before the launcher does, at ``ray.address``
+    (or the launcher's own ``hydra.launcher.ray.init.address``), with the environment the jobs need
+    (the sweep id, the request cache's folder, keys and endpoints: ``cluster.worker_env``). The
+    launcher then finds Ray connected and sends each job as a Ray task (one CPU each unless
+    ``hydra.launcher.ray.remote.num_cpus`` says otherwise); its own start would pass an object-store
+    size, which Ray refuses when joining an existing cluster."""
+    from react_bench.cluster import connect, worker_env
+
+    init = config.hydra.launcher.get("ray", {}).get("init", {}) or {}
+    address = init.get("address") or (config.get("ray") or {}).get("address")
+    connect(None if address is None else str(address), worker_env())
 
 
 class CombinedTable(Callback):
     def on_multirun_start(self, config: Any, **kwargs: Any) -> None:
         os.environ.setdefault(SWEEP_ENV, "sweep-" + dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S"))
+        if RAY_LAUNCHER in str(config.hydra.launcher.get("_target_", "")):
+            connect_ray_launcher(config)
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
         from react_bench import studies

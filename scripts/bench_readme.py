@@ -26,6 +26,7 @@ ABOUT = {
     "context": "context-growth remedies: per-turn input and billed tokens",
     "webshop": "WebShop on the project's own server: page latency, render time, the whole step",
     "alfworld": "ALFWorld on the real text engine: build rate, reset and step time, the harness's share",
+    "ray": "episodes on a local Ray cluster: ALFWorld episodes/s on one and two worker nodes, the driver's cost",
 }
 
 

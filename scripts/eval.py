@@ -133,6 +133,9 @@ def on_sigterm(signum: int, frame: object) -> None:
 @hydra.main(config_path="../configs", config_name="eval", version_base="1.3")
 def main(cfg: DictConfig) -> None:
     quiet_console()
+    started_in = HydraConfig.get().runtime.cwd  # where the command ran: a sweep's job on a Ray worker starts
+    if os.getcwd() != started_in and os.path.isdir(started_in):  # elsewhere; its relative paths mean the
+        os.chdir(started_in)  # command's (data, results): the same paths on every node, or a shared filesystem
     run_dir = None  # known once the settings are resolved; Ctrl-C may come before
     try:
         composed = OmegaConf.to_container(cfg, resolve=True)

@@ -24,8 +24,9 @@ from react_bench.envs.alfworld.env import ALFWORLD_ACTIONS, alfworld_action, alf
 from react_bench.envs.alfworld.fidelity import KEYS as FIDELITY_KEYS
 from react_bench.envs.alfworld.fidelity import replay
 from react_bench.envs.alfworld.generate import TASK_TYPES, games, generate_game, generate_split, scenes
+from react_bench.episode import build_prompts
 from react_bench.errors import ConfigError
-from react_bench.evaluate import build_prompts, evaluate
+from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig

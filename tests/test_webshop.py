@@ -331,8 +331,8 @@ def test_eval_py_runs_webshop_offline_and_against_the_standalone_server(tmp_path
 
 
 def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path) -> None:
+    from react_bench.episode import build_prompts
     from react_bench.errors import ConfigError
-    from react_bench.evaluate import build_prompts
 
     run = RunConfig.from_mapping(composed("task=webshop"))
     assert (run.solve.loop.max_steps, run.solve.context.name, run.solve.context.window_chars) == (15, "window", 6400)

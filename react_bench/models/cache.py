@@ -29,9 +29,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -119,7 +120,9 @@ def read_entry(path: Path) -> ModelResponse | None:
 
 def write_entry(path: Path, data: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    # a name of this writer's own: workers of a Ray run (other processes, other hosts on a shared
+    # folder) may write the same entry at once; os.replace makes the last complete one the entry
+    tmp = path.with_suffix(f".{os.getpid()}-{secrets.token_hex(4)}.tmp")
     try:
         tmp.write_text(json.dumps(data, ensure_ascii=True), encoding="utf-8")
         os.replace(tmp, path)
@@ -128,11 +131,18 @@ def write_entry(path: Path, data: dict) -> None:
         raise
 
 
+Pacer = Callable[[float], Awaitable[float]]  # (this request's interval) -> seconds to wait before sending it
+
+
 @dataclass
 class LimitedModel(ModelLayer):
+    """``pacer``: one queue shared beyond this process (``cluster.py``'s limiter actor, for every
+    worker of a Ray run); None: this process's own queue."""
+
     inner: ModelClient
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    pacer: Pacer | None = None
     _next: float = 0.0
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -144,13 +154,18 @@ class LimitedModel(ModelLayer):
             gap = max(gap, 60.0 * estimate_input_tokens(request) / self.tokens_per_minute)
         return gap
 
-    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+    async def reserve(self, interval: float) -> float:
+        """The wait before a request of this ``interval`` may go (and the queue moved on by it)."""
         async with self._lock:  # one queue for the run: FIFO, shared by all examples
             now = time.monotonic()
             start = max(now, self._next)
-            self._next = start + self.interval(request)
-        if start > now:
-            await asyncio.sleep(start - now)
+            self._next = start + interval
+        return start - now
+
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        delay = await (self.pacer or self.reserve)(self.interval(request))
+        if delay > 0:
+            await asyncio.sleep(delay)
         async for item in stream_response(self.inner, request):
             yield item
 

@@ -30,7 +30,7 @@ from typing import Any, Literal, get_args
 
 from react_bench.errors import ConfigError
 from react_bench.models.base import OPERATIONAL, ModelClient, operational
-from react_bench.models.cache import CachedModel, CacheMode
+from react_bench.models.cache import CachedModel, CacheMode, Pacer
 
 Provider = Literal["local", "anthropic", "openai", "replay", "scripted"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
@@ -135,11 +135,17 @@ class ModelStack:
 
 
 def build_stack(
-    spec: ModelSpec, *, request_cache: CacheMode = "on", client: ModelClient | None = None, record: bool = True
+    spec: ModelSpec,
+    *,
+    request_cache: CacheMode = "on",
+    client: ModelClient | None = None,
+    record: bool = True,
+    pacer: Pacer | None = None,
 ) -> ModelStack:
     """The run's layers around ``client`` (built from ``spec`` unless given: a benchmark's or a
     notebook's own); see the module docstring for the order. ``record=False``: no recording
-    layer (a model used outside a run's examples)."""
+    layer (a model used outside a run's examples). ``pacer``: the rate limiter's queue when it is
+    shared beyond this process (``cluster.py``)."""
     from react_bench.models.cache import LimitedModel
     from react_bench.models.providers import make_client
     from react_bench.models.replay import RecordingModel
@@ -149,7 +155,7 @@ def build_stack(
     model: ModelClient = own
     if client is None and spec.provider in NETWORK:
         if spec.requests_per_minute or spec.tokens_per_minute:  # inside the retries: every attempt is paced
-            model = LimitedModel(model, spec.requests_per_minute, spec.tokens_per_minute)
+            model = LimitedModel(model, spec.requests_per_minute, spec.tokens_per_minute, pacer)
         model = RetryingModel(model, max_retries=spec.max_retries, backoff_s=spec.retry_backoff_s)
     cache = None
     if request_cache != "off" and spec.provider in CACHED:

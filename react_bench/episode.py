@@ -1,0 +1,85 @@
+"""One example solved, wherever it runs: in the run's own process or on a Ray worker (``cluster.py``).
+
+``build_solver`` builds what solving needs from a ``RunConfig`` (the task's prompts, its
+environment factory, the ``modes.Solver`` over a model stack); ``evaluate.Run.prepare`` and
+each Ray worker call it, so a worker solves exactly as the run's own process would.
+``solve_example`` runs one example inside its recording and counting scopes and returns a
+``Solved``: the outcome with everything the writer needs about the example's calls (the
+responses and failures in order, the layers' counts, which responses the request cache
+served, the events seen). The writer itself (``examples.jsonl``, the budget, the progress bar)
+stays with the run's process: ``evaluate`` turns a ``Solved`` into the example's lines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from react_bench.environment import EnvFactory
+from react_bench.errors import ConfigError
+from react_bench.events import AgentEvent
+from react_bench.models.counting import counting_scope
+from react_bench.models.replay import Recorded, example_scope
+from react_bench.modes import MODE_SPECS, Outcome, Solver
+from react_bench.prompts import PromptSpec, load_instruction
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import Example, Task, load_task
+
+Sink = Callable[[AgentEvent], None]
+
+
+@dataclass
+class Solved:
+    """One example's outcome, its calls (responses and failures, in order), the model layers'
+    counts (retries, cache hits and misses, cache write failures), the ids of the responses the
+    request cache served, its wall time, and, from a Ray worker, the events it emitted."""
+
+    outcome: Outcome
+    calls: list[Recorded]
+    counts: dict[str, int]
+    cached: set[str]
+    wall_s: float
+    events: list[AgentEvent] = field(default_factory=list)
+    worker: str | None = None  # the Ray node and process that solved it; None: the run's own process
+
+
+async def solve_example(solver: Solver, example: Example, sink: Sink | None = None) -> Solved:
+    started = time.monotonic()
+    with example_scope(example.id) as calls, counting_scope() as (counts, cached):
+        outcome = await solver.solve(example, sink)
+    return Solved(outcome, calls, dict(counts), set(cached), time.monotonic() - started)
+
+
+def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
+    task = task if task is not None else load_task(cfg.task.name)
+    keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
+    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
+    if cfg.prompt_file is not None and len(foreign_keys) > 1:
+        raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
+    instruction = None
+    if cfg.instruction_file is not None:
+        if cfg.prompt_file is None:
+            raise ConfigError("prompt.instruction_file goes with prompt.file (the exemplars it introduces)")
+        instruction = load_instruction(cfg.instruction_file, cfg.instruction_key)
+    prompts = {}
+    for key in keys:
+        foreign = cfg.prompt_file is not None and key in foreign_keys
+        file = cfg.prompt_file if foreign else None
+        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
+    return prompts
+
+
+def env_config(cfg: RunConfig, task: Task) -> Any:
+    """The run's environment config (the task's default where the run gives none)."""
+    return cfg.env if cfg.env is not None or task.env_group is None else task.env_config({}, cfg.protocol)
+
+
+def build_solver(
+    cfg: RunConfig, task: Task, env: Any, model: Any
+) -> tuple[dict[str, PromptSpec], EnvFactory | None, Solver]:
+    """The prompts, the environment factory (None for the modes that need none) and the solver."""
+    prompts = build_prompts(cfg, task)
+    env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
+    return prompts, env_factory, Solver(cfg.solve, model, prompts, env_factory, task.text_format())
