@@ -295,11 +295,15 @@ class Solver:
         view = ContextView(s.context)
         if view.adds_actions:  # the instruction names the extra action
             prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))
+        # The step whose turn no later request reads is not written to the prompt cache: the cap's,
+        # unless a text wrap-up follows (it repeats the prompt). The tool-use wrap-up cannot read it:
+        # it changes tool_choice, and the API then drops the cached messages.
+        last = None if s.runner == "text" and s.loop.on_limit == "wrap_up" else s.loop.max_steps
         if s.runner == "text":
             return TextPolicy(self.model, prompt, first, self.text_format, actions, style, s.parser, self._sampling(),
-                              context=view)  # fmt: skip
+                              context=view, last_step=last)  # fmt: skip
         return ToolUsePolicy(self.model, prompt, first, actions, self.text_format, style, s.thinking,
-                             s.tool_max_tokens, s.temperature, s.shots, context=view)  # fmt: skip
+                             s.tool_max_tokens, s.temperature, s.shots, context=view, last_step=last)  # fmt: skip
 
     def _new_env(self) -> Environment:
         if self.env_factory is None:

@@ -36,7 +36,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,7 @@ from benchlib import (
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress, StreamEvent
+from react_bench.loop import LoopConfig
 from react_bench.models import ModelSpec, make_client
 from react_bench.models.anthropic import AnthropicClient
 from react_bench.models.base import ModelRequest
@@ -68,6 +69,7 @@ from react_bench.tasks import TaskConfig
 from react_bench.testing.walker import Walk, WalkingModel
 
 STEPS = 7
+LONG_STEPS = 50  # ALFWorld's cap: per-step work must not grow with the history
 RUNNERS = ("text", "tool_use")
 
 
@@ -138,6 +140,47 @@ def in_process(runner: str, episodes: int, plans: dict, work: Path, profile: boo
         "per_example_work_ms": round(1e3 * (statistics.median(between) - step_median), 3),
         "episode_ms": round(1e3 * (wall - sum(model.own)) / episodes, 3),
     }
+
+
+@dataclass
+class ClaudeShapedWalker(TimedWalker):
+    """The walker, shaped as a Claude model: the runner builds the chat requests it builds for
+    Claude, and each request is planned by the real ``AnthropicClient`` (wire form, breakpoints)
+    before it is answered, so that request building counts as harness work. CPU clock."""
+
+    client: Any = None
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        self.client.plan(request)  # the Claude path's own work on the request, then the stand-in's
+        start = time.process_time()
+        self.starts.append(start)
+        self.calls += 1
+        if request.prompt is None and not request.tools:  # the text runner's chat form: the prompt's text
+            request = replace(request, prompt="".join(m.text for m in request.messages))
+        events = response_to_events(self.respond(request))
+        self.own.append(time.process_time() - start)
+        for event in events:
+            yield event
+
+
+def long_episodes(runner: str, episodes: int, plans: dict, work: Path) -> dict[str, Any]:
+    """Harness CPU between the model calls of step k and k+1 of 50-step episodes (search and
+    lookup alternate, so odd and even gaps differ; compare like with like): flat if no per-step
+    work grows with the history."""
+    spec = ModelSpec.from_mapping(claude_model("http://127.0.0.1:9"))  # planned only, never sent
+    model = ClaudeShapedWalker(Walk(LONG_STEPS, plans), client=make_client(spec.provider, spec.settings))
+    model.capabilities = model.client.capabilities
+    cfg = run_config(runner, episodes, work / f"long-{runner}-{episodes}", {"provider": "scripted", "label": "walker"})
+    cfg = replace(cfg, solve=replace(cfg.solve, loop=LoopConfig(max_steps=LONG_STEPS)))
+    result = asyncio.run(evaluate(cfg, out=io.StringIO(), model=model))
+    assert result.metrics["n"] == episodes and result.metrics["mean_steps"] == LONG_STEPS, result.metrics
+    gaps: dict[int, list[float]] = {}
+    for i in range(1, len(model.starts)):
+        if i % LONG_STEPS:  # not the gap between two episodes
+            gaps.setdefault(i % LONG_STEPS, []).append(model.starts[i] - model.starts[i - 1] - model.own[i - 1])
+    median = {k: round(1e3 * statistics.median(v), 3) for k, v in sorted(gaps.items())}
+    return {"episodes": episodes, "steps": LONG_STEPS, "cpu_ms_after_step": median,
+            "ratio_49_to_1": round(median[LONG_STEPS - 1] / median[1], 3)}  # fmt: skip
 
 
 def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[str, Any]]:
@@ -266,6 +309,18 @@ def render(result: dict[str, Any]) -> str:
         beyond = "" if sdk is None else round(r["cpu_ms_per_call"] - sdk, 3)
         lines.append(f"| {runner} | {latency} | {r['episodes']} | {r['calls']} | {r['cpu_ms_per_call']} | {runs} | "
                      f"{sdk or ''} | {beyond} | {r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |")  # fmt: skip
+    if result.get("long"):
+        lines += ["", f"## Long episodes ({LONG_STEPS} steps): harness CPU between consecutive model calls", "",
+                  "The walker shaped as Claude (the runners build their Claude requests; `AnthropicClient.plan` "
+                  "builds each one's wire form and breakpoints), no latency, concurrency 1. The gap after step k: "
+                  "the step's action, its events and record, and the next request. Odd steps search, even steps "
+                  "look up. Median CPU ms over the episodes.", "",
+                  "| runner | episodes | after step 1 | 2 | 10 | 25 | 48 | 49 | 49 / 1 |",
+                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for runner, r in result["long"].items():
+            at = r["cpu_ms_after_step"]
+            cells = " | ".join(str(at[str(k)] if str(k) in at else at[k]) for k in (1, 2, 10, 25, 48, 49))
+            lines.append(f"| {runner} | {r['episodes']} | {cells} | {r['ratio_49_to_1']} |")
     for runner, top in result["profile"].items():
         lines += ["", f"## Top costs in process ({runner} runner, cProfile, own time)", "",
                   "| function | calls | own (s) | share |", "|---|---|---|---|"]  # fmt: skip
@@ -289,6 +344,10 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
             value = round(100 * r["harness_share_of_wall"], 3)
             out.append(check(f"harness share of wall time at {latency} per call, {runner} runner (%)", value,
                              "<= 1", value <= 1.0))  # fmt: skip
+    for runner, r in result.get("long", {}).items():
+        value = r["ratio_49_to_1"]
+        out.append(check(f"harness CPU after step 49 / after step 1 of {LONG_STEPS}-step episodes, {runner} runner",
+                         value, "<= 2", value <= 2.0))  # fmt: skip
     return out
 
 
@@ -297,12 +356,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--claude-episodes", type=int, default=200)
     parser.add_argument("--latency-episodes", type=int, default=10)
+    parser.add_argument("--long-episodes", type=int, default=20, help=f"{LONG_STEPS}-step episodes per runner")
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
     args = parser.parse_args(argv)
 
     if args.render:
         return render_stored("loop", checks, render)
-    result: dict[str, Any] = {"environment": environment(), "in_process": {}, "profile": {}, "claude": {}}
+    result: dict[str, Any] = {"environment": environment(), "in_process": {}, "profile": {}, "claude": {}, "long": {}}
     quiet_console()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -317,6 +377,9 @@ def main(argv: list[str] | None = None) -> int:
             print(runner, result["in_process"][runner], flush=True)
             profiled = in_process(runner, max(50, args.episodes // 5), plans, work, profile=True)
             result["profile"][runner] = profiled["top"]
+        for runner in RUNNERS:
+            result["long"][runner] = long_episodes(runner, args.long_episodes, plans, work)
+            print(runner, result["long"][runner]["ratio_49_to_1"], flush=True)
         for runner in RUNNERS:
             result["claude"][f"{runner}@1s"] = claude_path(runner, args.latency_episodes, work, latency_s=1.0)
             print(runner, result["claude"][f"{runner}@1s"], flush=True)

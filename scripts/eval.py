@@ -22,9 +22,61 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NoReturn
 
-import hydra
-from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+GROUPS = tuple(sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))  # every config group, context included
+
+
+def _python() -> str:
+    """The interpreter running this, as a command to copy: ``.venv/bin/python`` from the repo root."""
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(Path.cwd()))
+    except ValueError:
+        return str(exe)
+
+
+PYTHON = _python()  # in the commands printed to resume or rerun a run (bare ``python`` may not be the venv's)
+
+
+def settings_help() -> str:
+    """``--help``: the config groups with their choices and every setting of configs/eval.yaml with
+    its default and its one-line meaning (the file's own comments: one source for both)."""
+    import re
+
+    lines = [f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)", "",
+             "config groups (group=choice):"]  # fmt: skip
+    for group in GROUPS:
+        choices = sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
+        lines.append(f"  {group:<11} {', '.join(choices)}")
+    lines += ["", "settings (default, meaning):"]
+    parent = None
+    for raw in (CONFIGS / "eval.yaml").read_text(encoding="utf-8").splitlines():
+        match = re.match(r"^( *)([A-Za-z_][\w]*):\s*([^#]*?)\s*(?:#\s*(.*))?$", raw)
+        if not match or raw.lstrip().startswith("#"):
+            continue
+        indent, key, value, comment = match.groups()
+        if not indent:
+            parent = key if not value and key not in ("defaults", "hydra") else None
+            if not value:
+                continue
+            name = key
+        elif parent is not None and len(indent) == 2:
+            name = f"{parent}.{key}"
+        else:
+            continue
+        lines.append(f"  {name + '=' + value:<34} {comment or ''}".rstrip())
+    lines += ["", "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
+              "Hydra's own options: --hydra-help"]  # fmt: skip
+    return "\n".join(lines)
+
+
+if __name__ == "__main__" and any(a in ("--help", "-h") for a in sys.argv[1:]):
+    print(settings_help())  # before the run's imports: --help answers at once
+    sys.exit(0)
+
+import hydra  # noqa: E402
+from hydra.core.hydra_config import HydraConfig  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -38,25 +90,11 @@ from react_bench.rundir import StoredRun  # noqa: E402
 from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError, task_info  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-GROUPS = tuple(sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))  # every config group, context included
 LOCAL_NOTE = (
     "note: model=local is a tiny embedded model ({name}) for checking the pipeline end to end; "
     "its scores mean nothing. For real results choose e.g. model=claude-sonnet-5-5 "
     "(needs ANTHROPIC_API_KEY) or model=openai with your own server."
 )
-
-
-def _python() -> str:
-    """The interpreter running this, as a command to copy: ``.venv/bin/python`` from the repo root."""
-    exe = Path(sys.executable)
-    try:
-        return str(exe.relative_to(Path.cwd()))
-    except ValueError:
-        return str(exe)
-
-
-PYTHON = _python()  # in the commands printed to resume or rerun a run (bare ``python`` may not be the venv's)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -191,38 +229,6 @@ def main(cfg: DictConfig) -> None:
 RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
 
 
-def settings_help() -> str:
-    """``--help``: the config groups with their choices and every setting of configs/eval.yaml with
-    its default and its one-line meaning (the file's own comments: one source for both)."""
-    import re
-
-    lines = [f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)", "",
-             "config groups (group=choice):"]  # fmt: skip
-    for group in GROUPS:
-        choices = sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
-        lines.append(f"  {group:<11} {', '.join(choices)}")
-    lines += ["", "settings (default, meaning):"]
-    parent = None
-    for raw in (CONFIGS / "eval.yaml").read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^( *)([A-Za-z_][\w]*):\s*([^#]*?)\s*(?:#\s*(.*))?$", raw)
-        if not match or raw.lstrip().startswith("#"):
-            continue
-        indent, key, value, comment = match.groups()
-        if not indent:
-            parent = key if not value and key not in ("defaults", "hydra") else None
-            if not value:
-                continue
-            name = key
-        elif parent is not None and len(indent) == 2:
-            name = f"{parent}.{key}"
-        else:
-            continue
-        lines.append(f"  {name + '=' + value:<34} {comment or ''}".rstrip())
-    lines += ["", "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
-              "Hydra's own options: --hydra-help"]  # fmt: skip
-    return "\n".join(lines)
-
-
 def spec_overrides(argv: list[str]) -> list[str]:
     """``model.max_retries=4`` (and the model spec's other own settings: retry backoff, rate limits,
     label, default n) works for every model, whether or not its group file spells the key out:
@@ -237,9 +243,6 @@ def spec_overrides(argv: list[str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    if any(a in ("--help", "-h") for a in sys.argv[1:]):
-        print(settings_help())
-        sys.exit(0)
     signal.signal(signal.SIGTERM, on_sigterm)
     check_group_choices(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])

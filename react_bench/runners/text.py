@@ -62,6 +62,7 @@ class TextPolicy:
     sampling: Sampling = Sampling()
     stats: StepStats = field(default_factory=StepStats)
     context: ContextView = field(default_factory=ContextView)
+    last_step: int | None = None  # no request follows this step's: its newest turn is not written to the cache
 
     def scratchpad_parts(self, history: Sequence[Message], first_step: int = 1) -> list[str]:
         """One piece per finished step: the turn as stored, and its observation."""
@@ -106,7 +107,8 @@ class TextPolicy:
         prompt, usage = await self._viewed_parts(history)
         suffix = fmt.suffix(step, self.style)
         completion = ""
-        async for item in self._complete(prompt, suffix, fmt.stops(step), step):
+        newest = None if step == self.last_step else 1
+        async for item in self._complete(prompt, suffix, fmt.stops(step), step, newest):
             if isinstance(item, Completion):
                 completion = item.text
                 usage += item.usage
@@ -140,7 +142,7 @@ class TextPolicy:
         parts, usage = await self._viewed_parts(history)
         prompt = [*parts, f"({notice})\n"]
         answer = ""
-        async for item in self._complete(prompt, suffix, stops, step):
+        async for item in self._complete(prompt, suffix, stops, step, newest=3):  # read what step N wrote
             if isinstance(item, Completion):
                 answer, usage = item.text.strip(), usage + item.usage
             else:
@@ -148,10 +150,10 @@ class TextPolicy:
         yield Decision(Message.assistant(f"{suffix}{answer}{closing}"), answer=answer, usage=usage)
 
     async def _complete(
-        self, parts: list[str], suffix: str, stop: Sequence[str], step: int
+        self, parts: list[str], suffix: str, stop: Sequence[str], step: int, newest: int | None = 1
     ) -> AsyncIterator[AgentEvent | Completion]:
         parts, suffix = self._fitted(parts, suffix)
-        cache = _cache(parts)
+        cache = _cache(parts, newest)
         async for item in complete_text(self.model, parts, suffix, stop, self.sampling, step, self.stats, cache):
             yield item
 
@@ -199,7 +201,12 @@ class AnswerPolicy:
         yield  # pragma: no cover
 
 
-def _cache(parts: Sequence[str]) -> tuple[int, ...]:
+def _cache(parts: Sequence[str], newest: int | None = 1) -> tuple[int, ...]:
     """Breakpoints of an agent step: after the exemplars (shared by every question) and after
-    the last step (the next step of the episode reads it)."""
-    return tuple(dict.fromkeys((0, len(parts) - 1)))
+    the ``newest``-th part from the end: 1 for a step (its prompt, which the next request
+    repeats); 3 for the wrap-up (what the last step's request wrote, read and not written again:
+    the wrap-up adds that step's piece and its notice, and no request follows). ``None``: no
+    request follows, so nothing past the exemplars is written (a write costs 1.25x)."""
+    if newest is None or len(parts) - newest < 0:
+        return (0,)
+    return tuple(dict.fromkeys((0, len(parts) - newest)))

@@ -55,8 +55,11 @@ class ToolUsePolicy:
     shots: int | None = None  # exemplars as native turns: None all, 0 none, k the first k
     stats: StepStats = field(default_factory=StepStats)
     context: ContextView = field(default_factory=ContextView)
+    last_step: int | None = None  # no request follows this step's: its newest turn is not written to the cache
 
-    def _request(self, history: Sequence[Message], notice: str | None = None, summary: str = "") -> ModelRequest:
+    def _request(
+        self, history: Sequence[Message], notice: str | None = None, summary: str = "", final: bool = False
+    ) -> ModelRequest:
         shots = exemplar_conversation(self.prompt, self.style, self.shots, self.text_format, self.tools)
         question = TextBlock(self.text_format.opening(self.question).strip("\n"))
         if summary:  # compact: the summary closes the question's message
@@ -70,7 +73,8 @@ class ToolUsePolicy:
         if notice is not None:
             last = messages[-1]
             messages[-1] = Message(last.role, (*last.content, TextBlock(notice)))
-        points.append((len(messages) - 1, len(messages[-1].content) - 1))
+        if not final:  # the newest turn is read by the next request; the last has none
+            points.append((len(messages) - 1, len(messages[-1].content) - 1))
         act = self.style == "act"
         thinking = None if act else self.thinking
         max_tokens = self.max_tokens
@@ -93,7 +97,8 @@ class ToolUsePolicy:
     ) -> AsyncIterator[AgentEvent | Decision]:
         view = await viewed(self.context, self.model, history, _transcript, self.stats)
         sent = self.context.fit_steps(view.history, _transcript)
-        async for item in self._turn(self._request(sent, notice, view.summary_text), step):
+        final = notice is not None or step == self.last_step  # no later request reads this one's turn
+        async for item in self._turn(self._request(sent, notice, view.summary_text, final), step):
             if isinstance(item, Decision) and view.spent.total_input_tokens:
                 item = replace(item, usage=item.usage + view.spent)
             yield item

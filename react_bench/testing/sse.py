@@ -154,6 +154,8 @@ class CacheSimulator:
     - Each breakpoint's prefix is written when it is at least the model's minimum cacheable
       length (``min_tokens``; None: ``models.capabilities.min_cache_tokens`` of the request's
       model). A shorter one is simply not cached, and not billed as a write.
+    - Messages are cached under the request's ``tool_choice`` and thinking settings: a change of
+      either invalidates the cached messages (tools and system stay cached), as documented.
     - A request reads the longest previously written prefix that ends at a block boundary at
       most 20 blocks before one of its breakpoints; a prefix that ends inside a block never
       matches (hashes are per block boundary).
@@ -171,7 +173,10 @@ class CacheSimulator:
         segments = list(_segments(body))
         tokens = [estimate_tokens(_strip_cc(s)) for s in segments]
         hashes, running = [], hashlib.sha256(str(body.get("model")).encode())
-        for segment in segments:
+        head = len(segments) - sum(len(_blocks(m)) for m in body.get("messages") or [])
+        for i, segment in enumerate(segments):
+            if i == head:  # a change of tool_choice or of the thinking settings drops the cached messages
+                running.update(json.dumps([body.get("tool_choice"), body.get("thinking")], sort_keys=True).encode())
             running.update(json.dumps(_strip_cc(segment), sort_keys=True).encode())
             hashes.append(running.copy().hexdigest())
         marks = sorted({i for i, s in enumerate(segments) if isinstance(s, Mapping) and s.get("cache_control")})
@@ -197,6 +202,11 @@ class CacheSimulator:
         )
 
 
+def prompt_tokens(body: Mapping[str, Any]) -> int:
+    """A request's whole input in tokens, as the cache simulator counts them."""
+    return sum(estimate_tokens(_strip_cc(s)) for s in _segments(body))
+
+
 def _segments(body: Mapping[str, Any]) -> Iterable[Any]:
     yield from body.get("tools") or []
     system = body.get("system")
@@ -205,9 +215,12 @@ def _segments(body: Mapping[str, Any]) -> Iterable[Any]:
     elif system:
         yield from system
     for message in body.get("messages") or []:
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
-        yield from ({"role": message.get("role"), **block} for block in blocks)  # the role is part of the prefix
+        yield from ({"role": message.get("role"), **block} for block in _blocks(message))  # the role is in the prefix
+
+
+def _blocks(message: Mapping[str, Any]) -> list[Any]:
+    content = message.get("content")
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
 
 
 def _strip_cc(segment: Any) -> Any:
