@@ -27,6 +27,7 @@ ABOUT = {
     "webshop": "WebShop on the project's own server: page latency, render time, the whole step",
     "alfworld": "ALFWorld on the real text engine: build rate, reset and step time, the harness's share",
     "ray": "episodes on a local Ray cluster: ALFWorld episodes/s on one and two worker nodes, the driver's cost",
+    "peers": "react-bench against inspect_ai's react() on the same work: wall, CPU, memory, start-up, tokens",
 }
 
 

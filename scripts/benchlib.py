@@ -148,6 +148,7 @@ class ServerStats:
     statuses: list[int] = field(default_factory=list)
     rejected: int = 0  # answered 429 by the rate limiter
     cpu_s: float = 0.0
+    usage: list[dict[str, int]] = field(default_factory=list)  # each answered request's usage, as billed
 
     def max_in_window(self, seconds: float) -> int:
         """The most requests that arrived within any window of ``seconds`` (429s excluded)."""
@@ -172,7 +173,8 @@ def _serve(conn: Any, steps: int, plans: int, latency_s: float, rpm: float | Non
     server.stop()
     rejected = server.limiter.rejected if server.limiter is not None else 0
     conn.send(ServerStats([r.received for r in server.requests], [r.answered for r in server.requests],
-                          [r.status for r in server.requests], rejected, time.process_time()))  # fmt: skip
+                          [r.status for r in server.requests], rejected, time.process_time(),
+                          [b["usage"] for b in server.billed]))  # fmt: skip
 
 
 @contextmanager

@@ -63,11 +63,18 @@ async def test_the_last_step_at_the_cap_writes_nothing(tmp_path, runner):
     assert result.metrics["mean_steps"] == 7 and len(bodies) == 7
     used = usages(bodies)
     assert used[-1]["cache_creation_input_tokens"] == 0  # nothing written that no request would read
-    assert used[-1]["cache_read_input_tokens"] > 0  # ... and the step before's prefix is read
+    # ... and all that the step before had cached is read
+    assert (
+        used[-1]["cache_read_input_tokens"]
+        == used[-2]["cache_read_input_tokens"] + used[-2]["cache_creation_input_tokens"]
+    )
     assert all(u["cache_creation_input_tokens"] > 0 for u in used[1:-1])  # every other step writes its turn
-    # the newest turn is marked up to step 6; at step 7 only the shared exemplars are
+    # up to step 6 each request marks its own end; step 7 marks where step 6 did, not its own end
     newest = [newest_mark(b) for b in bodies]
-    assert newest[-1] < newest[-2]
+    assert newest[-1] == newest[-2] and newest[-2] > newest[-3]
+    assert sum(len(m["content"]) for m in bodies[-1]["messages"]) > sum(
+        len(m["content"]) for m in bodies[-2]["messages"]
+    )
 
 
 async def test_a_text_wrap_up_reads_the_last_step(tmp_path):

@@ -107,7 +107,7 @@ class TextPolicy:
         prompt, usage = await self._viewed_parts(history)
         suffix = fmt.suffix(step, self.style)
         completion = ""
-        newest = None if step == self.last_step else 1
+        newest = 2 if step == self.last_step else 1  # the last step reads what the step before wrote
         async for item in self._complete(prompt, suffix, fmt.stops(step), step, newest):
             if isinstance(item, Completion):
                 completion = item.text
@@ -150,7 +150,7 @@ class TextPolicy:
         yield Decision(Message.assistant(f"{suffix}{answer}{closing}"), answer=answer, usage=usage)
 
     async def _complete(
-        self, parts: list[str], suffix: str, stop: Sequence[str], step: int, newest: int | None = 1
+        self, parts: list[str], suffix: str, stop: Sequence[str], step: int, newest: int = 1
     ) -> AsyncIterator[AgentEvent | Completion]:
         parts, suffix = self._fitted(parts, suffix)
         cache = _cache(parts, newest)
@@ -201,12 +201,11 @@ class AnswerPolicy:
         yield  # pragma: no cover
 
 
-def _cache(parts: Sequence[str], newest: int | None = 1) -> tuple[int, ...]:
+def _cache(parts: Sequence[str], newest: int = 1) -> tuple[int, ...]:
     """Breakpoints of an agent step: after the exemplars (shared by every question) and after
-    the ``newest``-th part from the end: 1 for a step (its prompt, which the next request
-    repeats); 3 for the wrap-up (what the last step's request wrote, read and not written again:
-    the wrap-up adds that step's piece and its notice, and no request follows). ``None``: no
-    request follows, so nothing past the exemplars is written (a write costs 1.25x)."""
-    if newest is None or len(parts) - newest < 0:
-        return (0,)
-    return tuple(dict.fromkeys((0, len(parts) - newest)))
+    the ``newest``-th part from the end. 1 for a step: its prompt, which the next request
+    repeats (written now, read then). When no request follows, the breakpoint goes where the
+    request before wrote its own, so that prefix is read and nothing new is written (a write
+    costs 1.25x; one never read is waste): 2 for the last step (the request before ended one
+    step piece earlier), 3 for the wrap-up (it adds the last step's piece and its notice)."""
+    return tuple(dict.fromkeys((0, max(0, len(parts) - newest))))

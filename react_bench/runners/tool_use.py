@@ -73,8 +73,12 @@ class ToolUsePolicy:
         if notice is not None:
             last = messages[-1]
             messages[-1] = Message(last.role, (*last.content, TextBlock(notice)))
-        if not final:  # the newest turn is read by the next request; the last has none
+        if not final:  # the newest turn: written now, read by the next request
             points.append((len(messages) - 1, len(messages[-1].content) - 1))
+        elif notice is None and len(messages) - 3 >= len(opening) - 1:
+            # no request follows: read what the request before wrote (its last message), write nothing
+            # new. Not for the wrap-up: its tool_choice differs, so the API keeps no messages for it.
+            points.append((len(messages) - 3, len(messages[-3].content) - 1))
         act = self.style == "act"
         thinking = None if act else self.thinking
         max_tokens = self.max_tokens
