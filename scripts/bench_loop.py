@@ -19,9 +19,14 @@ questions' real supporting pages, look up, and finish; ``react_bench.testing.wal
 3. At 1 s per model call (``--latency-episodes`` per runner, same server with 1 s latency):
    the harness's share of wall time from the first call's arrival to the last answer,
    (that window - the server's time on the calls) / that window.
+4. Long episodes: the walker shaped as Claude (``ClaudeShapedWalker``: the runners build
+   their Claude requests and ``AnthropicClient.plan`` builds each one's wire form), 50 steps,
+   ``--long-episodes`` per runner: the CPU between consecutive calls, by step.
 
 Goals (issue 16): median step at most 0.5 ms in process, wiki included; at most 2.5 ms CPU
-per model call on the Claude path; at most 1% of wall time at 1 s per call.
+per model call on the Claude path; at most 1% of wall time at 1 s per call. Issue 28: at most
+1.2x the SDK alone per call, in the same process; over 50-step episodes (4.), the harness's
+CPU between the calls of steps 49 and 50 at most 2x that between steps 1 and 2.
 """
 
 from __future__ import annotations
@@ -340,6 +345,9 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
             value = r["cpu_ms_per_call"]
             out.append(check(f"CPU per model call on the Claude path, {runner} runner (ms)", value, "<= 2.5",
                              value <= 2.5))  # fmt: skip
+            ratio = round(value / r["sdk_alone_ms_per_call"], 3)
+            out.append(check(f"CPU per model call on the Claude path / the SDK alone, {runner} runner", ratio,
+                             "<= 1.2", ratio <= 1.2))  # fmt: skip
         else:
             value = round(100 * r["harness_share_of_wall"], 3)
             out.append(check(f"harness share of wall time at {latency} per call, {runner} runner (%)", value,
