@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,6 +15,31 @@ from react_bench.models.scripted import ScriptedModel, ScriptStep
 from tests.support import PAGES
 
 REPO = Path(__file__).resolve().parents[1]
+MACHINE_REQUEST_CACHE = Path.home() / ".cache" / "react-bench" / "requests"  # models.cache's default
+
+
+def _entries(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} if folder.is_dir() else set()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before any test module is imported, the request cache is a folder of this session's: an
+    environment captured at import (a subprocess's, a Ray node's) then still points at a test's
+    folder, never the machine-wide one. Each test gets its own besides (below)."""
+    config.stash[_MACHINE_ENTRIES] = _entries(MACHINE_REQUEST_CACHE)
+    os.environ["REACT_BENCH_REQUEST_CACHE"] = tempfile.mkdtemp(prefix="react-bench-test-requests-")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The tests' promise, checked: nothing they started wrote the machine-wide request cache."""
+    written = _entries(MACHINE_REQUEST_CACHE) - session.config.stash.get(_MACHINE_ENTRIES, set())
+    if written:
+        print(f"\nerror: the tests wrote {len(written)} entries to the machine-wide request cache "
+              f"{MACHINE_REQUEST_CACHE} (e.g. {sorted(written)[0]}); a test's environment missed its own")  # fmt: skip
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_MACHINE_ENTRIES = pytest.StashKey[set[str]]()
 
 
 def _shared_data() -> Path:

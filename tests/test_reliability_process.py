@@ -36,7 +36,10 @@ from tests.test_cli_reliability import (
     wait_for_lines,
 )
 
-ENV = {**os.environ, KEY_ENV: "test-key-not-real"}
+
+def env() -> dict[str, str]:
+    """This test's environment (its private request cache included, set by conftest per test)."""
+    return {**os.environ, KEY_ENV: "test-key-not-real"}
 
 
 def test_a_second_process_on_a_running_run_is_refused_in_one_line(tmp_path: Path) -> None:
@@ -52,7 +55,7 @@ def test_a_second_process_on_a_running_run_is_refused_in_one_line(tmp_path: Path
     with MessagesServer(responder=held) as server:
         first = start(claude_args(server, tmp_path, "run_id=two"))
         wait_for_lines(run_dir / "examples.jsonl", 1, first)
-        second = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=ENV,
+        second = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=env(),
                                 capture_output=True, text=True, timeout=300)  # fmt: skip
         gate.set()
         assert second.returncode == 2, second.stderr
@@ -80,7 +83,7 @@ def test_sigterm_is_handled_as_ctrl_c_and_the_run_resumes(tmp_path: Path) -> Non
         assert 2 <= finished < N
         command = stderr.strip().splitlines()[-1].split()
         assert command[1:3] == ["scripts/eval.py", f"resume={run_dir}"]
-        resumed = subprocess.run([sys.executable, *command[1:], "progress=false"], cwd=REPO, env=ENV,
+        resumed = subprocess.run([sys.executable, *command[1:], "progress=false"], cwd=REPO, env=env(),
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert f"({N - finished} new example(s)" in resumed.stdout  # no finished example was lost
@@ -97,8 +100,8 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_nothing_torn(tmp_pa
     run_dir = tmp_path / "hotpotqa" / "claude-sonnet-4-6" / "react-text" / "full"
     examples = run_dir / "examples.jsonl"
     with MessagesServer(responder=slow_oracle(golds, 0.05)) as server:
-        env = {**ENV, "PYTHONUNBUFFERED": "1"}
-        full = subprocess.Popen(claude_args(server, tmp_path, "run_id=full"), cwd=REPO, env=env, text=True,
+        full_env = {**env(), "PYTHONUNBUFFERED": "1"}
+        full = subprocess.Popen(claude_args(server, tmp_path, "run_id=full"), cwd=REPO, env=full_env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_ignore_sigxfsz)  # fmt: skip
         wait_for_lines(examples, 2, full)
         # the disk is full from now on, for that process: no file of it may grow past this size
@@ -110,7 +113,7 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_nothing_torn(tmp_pa
         assert line.startswith("error: File too large") and f"writing under {run_dir}" in line
         assert line.endswith(f"scripts/eval.py resume={run_dir}") and "Traceback" not in stderr
         assert 0 < len(complete_lines(examples)) < N  # a torn last line at most, which resume cuts
-        resumed = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=ENV,
+        resumed = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=env(),
                                  capture_output=True, text=True, timeout=300)  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     check_complete(run_dir, golds)
