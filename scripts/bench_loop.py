@@ -40,7 +40,7 @@ import pstats
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,7 @@ from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.walker import Walk, WalkingModel
+from react_bench.types import ModelResponse
 
 STEPS = 7
 LONG_STEPS = 50  # ALFWorld's cap: per-step work must not grow with the history
@@ -84,13 +85,14 @@ class TimedWalker(WalkingModel):
 
     starts: list[float] = field(default_factory=list)
     own: list[float] = field(default_factory=list)
+    clock: Callable[[], float] = time.perf_counter
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        start = time.perf_counter()
+        start = self.clock()
         self.starts.append(start)
         self.calls += 1
         events = response_to_events(self.respond(request))
-        self.own.append(time.perf_counter() - start)
+        self.own.append(self.clock() - start)
         for event in events:
             yield event
 
@@ -154,18 +156,17 @@ class ClaudeShapedWalker(TimedWalker):
     before it is answered, so that request building counts as harness work. CPU clock."""
 
     client: Any = None
+    clock: Callable[[], float] = time.process_time
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         self.client.plan(request)  # the Claude path's own work on the request, then the stand-in's
-        start = time.process_time()
-        self.starts.append(start)
-        self.calls += 1
+        async for event in super().stream(request):
+            yield event
+
+    def respond(self, request: ModelRequest) -> ModelResponse:
         if request.prompt is None and not request.tools:  # the text runner's chat form: the prompt's text
             request = replace(request, prompt="".join(m.text for m in request.messages))
-        events = response_to_events(self.respond(request))
-        self.own.append(time.process_time() - start)
-        for event in events:
-            yield event
+        return super().respond(request)
 
 
 def long_episodes(runner: str, episodes: int, plans: dict, work: Path) -> dict[str, Any]:

@@ -76,14 +76,18 @@ def command(system: str, base_url: str, n: int, concurrency: int, caching: bool,
 def one_run(system: str, n: int, concurrency: int, latency_s: float, caching: bool, work: Path) -> dict[str, Any]:
     """One process of ``system`` against a fresh server: its figures, from its rusage and the server's log."""
     with server_process(steps=CALLS_PER_QUESTION, plans=n, latency_s=latency_s) as server:
-        env = {**os.environ, KEY_ENV: os.environ[KEY_ENV], "ANTHROPIC_API_KEY": os.environ[KEY_ENV]}
-        argv = command(system, server.base_url, n, concurrency, caching, work / f"{system}-{time.monotonic_ns()}")
-        start = time.monotonic()
-        child = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
-        _, status, usage = os.wait4(child.pid, 0)
-        wall = time.monotonic() - start
-        out, err = child.stdout.read(), child.stderr.read()  # type: ignore[union-attr]
-        child.stdout.close(), child.stderr.close()  # type: ignore[union-attr]
+        env = {**os.environ, "ANTHROPIC_API_KEY": os.environ[KEY_ENV]}  # inspect reads the key from there
+        run = work / f"{system}-{time.monotonic_ns()}"
+        argv = command(system, server.base_url, n, concurrency, caching, run)
+        # output to files, not pipes: the child is waited for (wait4, for its rusage) before any is read
+        with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+            start = time.monotonic()
+            child = subprocess.Popen(argv, env=env, stdout=out_file, stderr=err_file, cwd=REPO)
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.monotonic() - start
+            out_file.seek(0)
+            err_file.seek(0)
+            out, err = out_file.read(), err_file.read()
     stats = server.stats
     assert stats is not None
     code = os.waitstatus_to_exitcode(status)

@@ -150,14 +150,13 @@ def render(result: dict[str, Any]) -> str:
         "Breakpoints sit where the next request repeats the prompt: after the exemplars (shared by",
         "every question) and after the newest step (read by the next step). A breakpoint whose",
         "prefix is below the model's minimum cacheable length is not sent (the API would not cache",
-        "it). At the step cap no request follows, so the last step's turn is not written (a write",
-        "costs 1.25x and would never be read):",
-        "its breakpoint goes where the step before wrote, read and not written again.",
-        "'At or above the minimum': the requests whose whole",
-        "input reaches the model's minimum cacheable length; a request's prefix can be read from the",
-        "cache only if the request before it reached that length. Zero-shot (shots=0), a 7-step",
-        "HotpotQA episode's prompt passes 1,024 tokens only in its last request(s), so no breakpoint",
-        "placement can save anything there: caching costs the same as no caching, never more.",
+        "it). At the step cap no request follows, so the last step writes nothing (a write costs",
+        "1.25x, and this one would never be read): its breakpoint goes where the step before wrote,",
+        "and that prefix is read. 'At or above the minimum': the requests whose whole input reaches",
+        "the model's minimum cacheable length; a request's prefix can be read from the cache only if",
+        "the request before it reached that length. Zero-shot (shots=0), a 7-step HotpotQA episode's",
+        "prompt passes 1,024 tokens only in its last request(s), so no breakpoint placement can save",
+        "anything there: caching costs the same as no caching, never more.",
     ]
     return "\n".join(lines) + "\n"
 
