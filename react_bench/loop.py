@@ -210,7 +210,7 @@ async def run_episode(
 async def _execute_all(
     env: Environment, calls: Sequence[ToolCall], step: int, observations: dict[str, Observation]
 ) -> AsyncIterator[AgentEvent]:
-    """Execute all calls concurrently; fill ``observations`` by call id; yield progress."""
+    """Execute all calls concurrently (one call: simply awaited); fill ``observations`` by call id; yield progress."""
 
     async def one(call: ToolCall) -> tuple[ToolCall, Observation]:
         if call.input_error is not None:
@@ -224,6 +224,12 @@ async def _execute_all(
 
     for call in calls:
         yield ToolCalled(step, call.id, call.name, dict(call.arguments), call.text)
+    if len(calls) == 1:  # the common case: awaited here, no task (the same events, in the same order)
+        yield ToolExecutionStarted(step, calls[0].id, calls[0].name)
+        call, observation = await one(calls[0])
+        observations[call.id] = observation
+        yield ToolExecutionFinished(step, call.id, call.name, observation.text, observation.is_error)
+        return
     tasks = [asyncio.ensure_future(one(call)) for call in calls]
     for call in calls:
         yield ToolExecutionStarted(step, call.id, call.name)

@@ -5,6 +5,7 @@ hostile response, the oracle answers the rest."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import threading
@@ -226,3 +227,42 @@ async def test_a_cache_that_cannot_be_written_costs_no_answer(tmp_path, monkeypa
     err = capsys.readouterr().err
     assert err.count("warning: the request cache could not be written") == 1
     assert "cache writes failed" in format_table(result.metrics, task_info("hotpotqa"))
+
+
+async def test_the_deadline_passing_in_the_consumers_time_ends_the_next_wait_not_the_consumer() -> None:
+    """One timer per attempt: it cancels only this client's own wait. Passed while the consumer
+    holds an event, the consumer's own awaits run on; the next wait is a TimeoutError at once."""
+    from react_bench.models.anthropic import _Deadline
+
+    loop = asyncio.get_running_loop()
+    deadline = _Deadline(loop.time() + 0.05)
+    assert await deadline.wait(asyncio.sleep(0, "first event")) == "first event"
+    await asyncio.sleep(0.15)  # the consumer's time: past the deadline, and not cancelled
+    pending = asyncio.sleep(0, "never")
+    with pytest.raises(TimeoutError):
+        await deadline.wait(pending)
+    assert pending.cr_frame is None  # closed, not left unawaited
+    deadline.cancel()
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
+
+
+async def test_the_deadline_cancels_a_wait_that_never_ends_and_leaves_an_outside_cancel_alone() -> None:
+    from react_bench.models.anthropic import _Deadline
+
+    loop = asyncio.get_running_loop()
+    deadline = _Deadline(loop.time() + 0.05)
+    with pytest.raises(TimeoutError):
+        await deadline.wait(loop.create_future())  # no byte, no event, ever
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0  # the task goes on, uncancelled
+    deadline.cancel()
+
+    async def waiting() -> None:
+        await _Deadline(loop.time() + 60).wait(loop.create_future())
+
+    task = asyncio.create_task(waiting())
+    await asyncio.sleep(0.01)
+    task.cancel()  # Ctrl-C, or a TaskGroup unwinding: a cancellation, not a timeout
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -54,9 +54,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, assert_never, get_args
+from typing import Any, TypeVar, assert_never, get_args
 
 import anthropic
 import httpx2
@@ -76,12 +76,13 @@ from react_bench.events import (
     ThinkingDelta,
     ToolInputDelta,
 )
-from react_bench.models.base import OPERATIONAL, ModelError, ModelRequest, ThinkingConfig, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelError, ModelRequest, ThinkingConfig, ToolSpec, adapt_request
 from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.collector import collect, response_to_events
 from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
+T = TypeVar("T")
 _CACHE = {"type": "ephemeral"}
 MAX_TOKEN_COUNT = 100_000_000  # no request or response of any model comes near: a larger count is corrupt
 # The slowest rate the API streams at, and the longest it takes to start: the default deadline of an attempt.
@@ -171,19 +172,17 @@ class AnthropicClient:
         api_stops = tuple(s for s in request.stop if s.strip())
         client_stops = tuple(s for s in request.stop if s and not s.strip())
         not_applied += [f"stop={s!r}" for s in request.stop if not s]
-        arguments: dict[str, Any] = {
-            "model": self.config.name,
-            "max_tokens": request.max_tokens,
-            "messages": self._wire_cache.messages(request.messages),
-        }
+        wire, sizes = self._wire_cache.messages(request.messages)
+        arguments: dict[str, Any] = {"model": self.config.name, "max_tokens": request.max_tokens, "messages": wire}
+        head_tokens = 0
         if request.system:
             arguments["system"] = [{"type": "text", "text": request.system}]
+            head_tokens += self._wire_cache.system_tokens(request.system)
         if request.tools:
-            arguments["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
-            ]
+            arguments["tools"], tools_tokens = self._wire_cache.tools(request.tools)
+            head_tokens += tools_tokens
         if self.config.prompt_caching:
-            place_breakpoints(arguments, request.cache_points, min_cache_tokens(self.info.id))
+            place_breakpoints(arguments, request.cache_points, min_cache_tokens(self.info.id), sizes, head_tokens)
         _compact(arguments["messages"])
         if request.tools:
             if request.tool_choice is not None:
@@ -282,28 +281,29 @@ class AnthropicClient:
         mapper = StreamMapper()
         cutter = StreamStops(plan.client_stops) if plan.client_stops else None
         allowed = self.deadline_s(int(plan.arguments.get("max_tokens") or 0))
-        deadline = asyncio.get_running_loop().time() + allowed
+        deadline = _Deadline(asyncio.get_running_loop().time() + allowed)
         try:
-            # the deadline bounds each wait, never spans a yield (the consumer's time is its own)
-            async with asyncio.timeout_at(deadline):
-                response = await self._sdk.messages.create(**plan.arguments, stream=True)
+            response = await deadline.wait(self._sdk.messages.create(**plan.arguments, stream=True))
             async with response:
                 events = aiter(response)
                 while True:
                     if mapper.stopped:  # the message is complete: the rest is read only to keep
-                        await _drain_rest(events, deadline)  # the connection for the next call
+                        await _drain_rest(events, deadline.when)  # the connection for the next call
                         break
                     try:
-                        async with asyncio.timeout_at(deadline):
-                            raw = await anext(events)
+                        raw = await deadline.wait(anext(events))
                         mapped = mapper.map(raw)
                     except StopAsyncIteration:
                         break
                     except _PARSE_ERRORS as exc:
                         raise MalformedResponse(f"{type(exc).__name__}: {exc}") from exc
-                    for event in mapped:
-                        for out in cutter.feed(event) if cutter else (event,):
-                            yield out
+                    if cutter is None:
+                        for event in mapped:
+                            yield event
+                    else:
+                        for event in mapped:
+                            for out in cutter.feed(event):
+                                yield out
         except TimeoutError as exc:
             raise ModelError(
                 f"timed out: the attempt passed its deadline of {allowed:g} s (model.deadline_s)", retryable=True
@@ -316,6 +316,51 @@ class AnthropicClient:
             raise model_error(exc) from exc
         except (anthropic.APIConnectionError, httpx2.TransportError) as exc:
             raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
+        finally:
+            deadline.cancel()
+
+
+class _Deadline:
+    """The whole-attempt deadline, as one timer per attempt (not one per stream event: an
+    ``asyncio.timeout`` around each of a call's ~20 reads cost about a third of a millisecond
+    per call, a tenth of the SDK's own time). It bounds only this client's own waits, never a
+    yield: when it passes while the task waits in ``wait``, the task is cancelled there and
+    ``wait`` raises TimeoutError (a cancellation from elsewhere, Ctrl-C, stays a cancellation,
+    as ``asyncio.timeout`` does it); when it passes in the consumer's time (between events), the
+    next ``wait`` raises TimeoutError before it waits."""
+
+    def __init__(self, when: float) -> None:
+        self.when = when
+        self._task = asyncio.current_task()
+        self._cancelling = self._task.cancelling() if self._task is not None else 0
+        self._waiting = self._expired = self._cancelled = False
+        self._handle = asyncio.get_running_loop().call_at(when, self._expire)
+
+    def _expire(self) -> None:
+        self._expired = True
+        if self._waiting and self._task is not None:
+            self._cancelled = True
+            self._task.cancel()
+
+    async def wait(self, awaitable: Awaitable[T]) -> T:
+        if self._expired:
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # never awaited: closed, not left for the garbage collector to warn about
+            raise TimeoutError
+        self._waiting = True
+        try:
+            return await awaitable
+        except asyncio.CancelledError:
+            if self._cancelled and self._task is not None and self._task.uncancel() <= self._cancelling:
+                self._cancelled = False
+                raise TimeoutError from None
+            raise
+        finally:
+            self._waiting = False
+
+    def cancel(self) -> None:
+        self._handle.cancel()
 
 
 async def _drain_rest(events: AsyncIterator[Any], deadline: float) -> None:
@@ -373,32 +418,65 @@ def _wire_message(message: Message) -> dict[str, Any]:
 
 
 class WireCache:
-    """The wire form of the messages a run sends again and again (the exemplar turns and an
-    episode's history are the same ``Message`` objects request after request), kept by
-    object identity. Each request gets its own message dicts and content lists (``plan``
-    edits those); the block dicts are shared and never edited in place."""
+    """The wire form of what a run sends again and again, kept by object identity: the
+    messages (the exemplar turns and an episode's history are the same ``Message`` objects
+    request after request) with each block's token estimate, and the tools. Requests share
+    the cached message dicts: ``plan`` never edits one in place, it replaces a message it
+    changes (a breakpoint, an empty block left out) with a copy in its own list."""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._cache: dict[int, tuple[Message, dict[str, Any]]] = {}
+        self._cache: dict[int, tuple[Any, Any]] = {}
+        self._system: dict[str, int] = {}
 
-    def messages(self, messages: Iterable[Message]) -> list[dict[str, Any]]:
-        wire = []
+    def _get(self, key: Any, make: Callable[[Any], Any]) -> Any:
+        hit = self._cache.get(id(key))
+        if hit is None or hit[0] is not key:
+            if len(self._cache) >= self._size:
+                self._cache.clear()
+            hit = self._cache[id(key)] = (key, make(key))
+        return hit[1]
+
+    def messages(self, messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[tuple[int, ...]]]:
+        """The wire messages (shared dicts, a new list) and each one's block token estimates."""
+        wire, sizes = [], []
         for message in messages:
-            hit = self._cache.get(id(message))
-            if hit is None or hit[0] is not message:
-                if len(self._cache) >= self._size:
-                    self._cache.clear()
-                hit = self._cache[id(message)] = (message, _wire_message(message))
-            data = hit[1]
-            wire.append({**data, "content": list(data["content"])})
-        return wire
+            data, size = self._get(message, _wire_and_sizes)
+            wire.append(data)
+            sizes.append(size)
+        return wire, sizes
+
+    def system_tokens(self, system: str) -> int:
+        """The token estimate of the system prompt's wire form (kept by value: one per prompt)."""
+        tokens = self._system.get(system)
+        if tokens is None:
+            if len(self._system) >= 64:
+                self._system.clear()
+            tokens = self._system[system] = _estimate([{"type": "text", "text": system}])
+        return tokens
+
+    def tools(self, tools: tuple[ToolSpec, ...]) -> tuple[list[dict[str, Any]], int]:
+        """The tools' wire form (a new list of shared dicts) and its token estimate."""
+        wire, tokens = self._get(tools, _wire_tools)
+        return list(wire), tokens
+
+
+def _wire_and_sizes(message: Message) -> tuple[dict[str, Any], tuple[int, ...]]:
+    data = _wire_message(message)
+    return data, tuple(0 if b is None else _estimate(b) for b in data["content"])
+
+
+def _wire_tools(tools: tuple[ToolSpec, ...]) -> tuple[list[dict[str, Any]], int]:
+    wire = [{"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools]
+    return wire, _estimate(wire)
 
 
 def _compact(wire: list[dict[str, Any]]) -> None:
-    for message in wire:
-        kept = [b for b in message["content"] if b is not None]
-        message["content"] = kept or [{"type": "text", "text": ""}]  # all empty: as it was
+    """Empty text blocks (``None`` placeholders) left out, in copies of the messages that had any."""
+    for k, message in enumerate(wire):
+        if None in message["content"]:
+            kept = [b for b in message["content"] if b is not None]
+            wire[k] = {**message, "content": kept or [{"type": "text", "text": ""}]}  # all empty: as it was
 
 
 def _estimate(value: Any) -> int:
@@ -410,7 +488,13 @@ def _estimate(value: Any) -> int:
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per call
 
 
-def place_breakpoints(arguments: dict[str, Any], points: tuple[tuple[int, int], ...] | None, minimum: int) -> None:
+def place_breakpoints(
+    arguments: dict[str, Any],
+    points: tuple[tuple[int, int], ...] | None,
+    minimum: int,
+    sizes: list[tuple[int, ...]] | None = None,
+    head_tokens: int | None = None,
+) -> None:
     """``cache_control`` on the blocks a later request will repeat (at most 4 breakpoints).
 
     ``points``: (message index, block index) chosen by the policy that built the request (it
@@ -418,22 +502,43 @@ def place_breakpoints(arguments: dict[str, Any], points: tuple[tuple[int, int], 
     steps); ``None``: the end of the history before the newest turn and the end of the
     newest turn. The tools + system prefix is marked too. A breakpoint whose prefix is below
     the model's minimum cacheable length is left out: the API would not cache it anyway.
+    ``sizes`` / ``head_tokens``: the messages' block estimates and the tools + system's, where
+    the caller has them (``WireCache``); else estimated here. A message that gets a breakpoint
+    is replaced by a copy (the list's dicts may be shared with other requests).
     """
     messages = arguments["messages"]
+    if sizes is None:
+        sizes = [tuple(0 if b is None else _estimate(b) for b in m["content"]) for m in messages]
     if points is None:
         points = tuple((i, _last_cacheable(messages[i])) for i in (len(messages) - 2, len(messages) - 1) if i >= 0)
-    tokens = _estimate(arguments.get("tools", [])) + _estimate(arguments.get("system", []))
+    if head_tokens is None:
+        head_tokens = _estimate(arguments.get("tools", [])) + _estimate(arguments.get("system", []))
+    tokens = head_tokens
     marks: list[tuple[int, int]] = []
     head = arguments.get("system") or arguments.get("tools")
     if head and tokens >= minimum:
         head[-1] = {**head[-1], "cache_control": _CACHE}
-    for i, message in enumerate(messages):
-        for j, block in enumerate(message["content"]):
-            if block is not None and tokens < minimum:  # past the minimum, every later prefix is too
-                tokens += _estimate(block)
-            if (i, j) in points and block is not None and block["type"] in _CACHEABLE and tokens >= minimum:
+    wanted: dict[int, set[int]] = {}
+    for i, j in points:
+        wanted.setdefault(i, set()).add(j)
+    for i, blocks in enumerate(sizes):
+        here = wanted.get(i)
+        if here is None:
+            if tokens < minimum:  # past the minimum, every later prefix is too: no more counting
+                tokens += sum(blocks)
+            continue
+        content = messages[i]["content"]
+        for j, size in enumerate(blocks):
+            if tokens < minimum:
+                tokens += size
+            block = content[j]
+            if j in here and block is not None and block["type"] in _CACHEABLE and tokens >= minimum:
                 marks.append((i, j))
+    copied: set[int] = set()
     for i, j in marks[-(3 if head and "cache_control" in head[-1] else 4) :]:
+        if i not in copied:
+            messages[i] = {**messages[i], "content": list(messages[i]["content"])}
+            copied.add(i)
         messages[i]["content"][j] = {**messages[i]["content"][j], "cache_control": _CACHE}
 
 
@@ -575,6 +680,13 @@ class StreamMapper:
         self.stopped = False  # message_stop seen: the message is complete
 
     def map(self, event: sdk.RawMessageStreamEvent) -> list[StreamEvent]:
+        if getattr(event, "type", None) == "content_block_delta":  # most of a stream: the short way
+            index, delta = getattr(event, "index", None), getattr(event, "delta", None)
+            if type(index) is int and delta is not None:  # else _check_shape below names what is wrong
+                if index in self._skipped_blocks or getattr(delta, "type", None) not in _KNOWN_DELTAS:
+                    self.ignored += 1
+                    return []
+                return _delta(index, delta)
         _check_shape(event)
         if getattr(event, "type", None) not in _KNOWN_EVENTS or self._skip(event):
             self.ignored += 1

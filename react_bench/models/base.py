@@ -217,17 +217,20 @@ def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[Model
     return (replace(request, **changes) if changes else request), tuple(dropped)
 
 
-async def stream_response(client: ModelClient, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+def stream_response(client: ModelClient, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
     """One call: its ``StreamEvent``s as they come, then the whole ``ModelResponse``, last.
 
     The response is assembled once per call however many layers it passes: a ``ModelLayer``
     hands on the response it already holds (the retry layer assembles it, the request cache
     reads it, the recorder records it); only a provider client's events (its ``stream``) are
-    assembled here, with the pure collector."""
+    assembled here, with the pure collector. A layer's own iterator is returned as it is (no
+    generator around it: every event passes each generator of the stack)."""
     if isinstance(client, ModelLayer):
-        async for item in client.stream_response(request):
-            yield item
-        return
+        return client.stream_response(request)
+    return _collected(client, request)
+
+
+async def _collected(client: ModelClient, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
     from react_bench.models.collector import ResponseCollector
 
     collector = ResponseCollector()

@@ -3,6 +3,9 @@
 ``stream_turn`` forwards a model's text and thinking fragments as AgentEvents while the
 pure collector assembles the response; the policy receives the ``ModelResponse`` last.
 Signature deltas stay here: they reach the response (and so the history) but never an event.
+The fragments are produced only where someone reads them (``DELTAS``, set by ``evaluate``:
+the trajectory printer or a caller's own ``on_event``); each one passes every generator of the
+loop, and a run that shows a bar or nothing would only drop them.
 
 Stop reasons (the API's documented meanings): ``pause_turn`` is not an answer: the turn is
 continued by sending the paused response back as the assistant's turn (up to
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from react_bench.context import ContextView, View
@@ -32,6 +36,9 @@ from react_bench.models.stopping import cut_at_stop
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage
 
 MAX_CONTINUATIONS = 4  # pause_turn continuations of one turn; a fifth pause is an error
+# Whether a turn's text and thinking fragments become AgentEvents (AssistantTextDelta /
+# AssistantThinkingDelta) in this context: evaluate sets it for its examples' tasks.
+DELTAS: ContextVar[bool] = ContextVar("react_bench_deltas", default=True)
 
 
 @dataclass
@@ -63,15 +70,16 @@ async def stream_turn(
     """Stream one turn (each call counted in ``stats``): yield text/thinking deltas as
     AgentEvents, then the whole response (a paused turn continued; see the module docstring)."""
     whole: ModelResponse | None = None
+    deltas = DELTAS.get()
     for continuation in range(MAX_CONTINUATIONS + 1):
         stats.calls += 1
         part: ModelResponse | None = None
         async for item in stream_response(model, request):
             if isinstance(item, TextDelta):
-                if item.text:
+                if item.text and deltas:
                     yield AssistantTextDelta(step, item.text)
             elif isinstance(item, ThinkingDelta):
-                if item.thinking:
+                if item.thinking and deltas:
                     yield AssistantThinkingDelta(step, item.thinking)
             elif isinstance(item, ModelResponse):
                 stats.replaced_chars += item.replaced_chars
