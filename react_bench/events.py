@@ -211,12 +211,18 @@ _FIELD_NAMES: dict[type, tuple[str, ...]] = {
 }
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def event_to_dict(event: AgentEvent | StreamEvent) -> dict[str, Any]:
     """JSON-ready dict of an event (usage and stop reasons flattened), as ``asdict`` would give
     it but without its deep copies: a few fields, once per event of every trajectory."""
     data: dict[str, Any] = {}
     for name in _FIELD_NAMES[type(event)]:
         value = getattr(event, name)
+        if type(value) in _PLAIN:  # most fields: nothing to convert (and no ABC isinstance to pay)
+            data[name] = value
+            continue
         if isinstance(value, Usage):
             value = value.to_dict()
         elif isinstance(value, StopReason):
