@@ -177,6 +177,17 @@ def render(result: dict[str, Any]) -> str:
             lines.append(f"| {c['latency_s']} s | {c['concurrency']} | {c['questions']} | {system} | {m['wall_s']} | "
                          f"{m['pct_of_ideal']} | {m['cpu_ms_per_request']} | {m['peak_rss_mb']} | "
                          f"{m['first_request_s']} |")  # fmt: skip
+    out_of_reach = []
+    for c in result["cells"]:  # wall includes the model's own time, which no harness can shorten
+        floor = math.ceil(c["questions"] / c["concurrency"]) * CALLS_PER_QUESTION * c["latency_s"]
+        theirs = c["median"]["inspect"]["wall_s"]
+        if floor > 0.8 * theirs:
+            out_of_reach.append(f"latency {c['latency_s']} s, concurrency {c['concurrency']}: the model's own "
+                                f"time alone is {floor:g} s, more than 0.8 x inspect's {theirs} s")  # fmt: skip
+    if out_of_reach:
+        lines += ["", "Wall time includes the calls' own latency, which no harness can shorten; where it alone "
+                  "passes 0.8 of inspect's wall, the wall goal is out of any system's reach: "
+                  + "; ".join(out_of_reach) + "."]  # fmt: skip
     t = result["tokens"]
     lines += ["", f"## Billed-equivalent input tokens ({t['questions']} questions, concurrency 1)", "",
               "| system | caching on | caching off | on / off |", "|---|---|---|---|"]  # fmt: skip

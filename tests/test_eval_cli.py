@@ -179,3 +179,18 @@ def test_help_lists_every_setting_with_its_meaning():
         assert key in settings and len(settings[key]) > 10, key  # each with its one-line meaning
     assert not [k for k in settings if k.startswith(("hydra", "defaults"))]
     assert "model       claude-haiku-4-5" in done.stdout and "openai" in done.stdout
+
+
+def test_only_a_plain_run_skips_hydras_compose_for_the_mode():
+    """A plain run tells Hydra its mode (RUN); anything that may sweep (-m, an experiment, which
+    may set hydra.mode, or hydra.mode itself) or any Hydra flag goes Hydra's own way."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("eval_script", REPO / "scripts" / "eval.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.single_run(["task=hotpotqa", "mode=react", "model.max_retries=4", "n=3"])
+    for argv in (["-m", "mode=react,act"], ["--multirun"], ["experiment=paper_table1"], ["+experiment=x"],
+                 ["hydra.mode=MULTIRUN"], ["--cfg", "job"], ["--info"]):  # fmt: skip
+        assert not script.single_run(argv), argv

@@ -213,3 +213,42 @@ async def test_show_summary_names_the_step_in_progress_before_the_example_is_wri
                        solve=SolveSettings(mode="react"), results_dir=tmp_path, show="summary")  # fmt: skip
     await evaluate(config, out=out, on_event=check)
     assert seen and "step 1" in seen[0] and "step 2" in seen[0] and "0/1" in seen[0]  # shown before 1/1
+
+
+async def test_text_fragments_reach_a_sink_that_reads_them_and_are_never_made_for_one_that_does_not(
+    tmp_path: Path,
+) -> None:
+    """A caller's on_event gets the model's text as it streams (AssistantTextDelta) by default;
+    with deltas=False the same run's sink gets every step event and the progress, no fragment;
+    show=trajectories prints the thoughts whatever the caller asked."""
+    from react_bench.events import AssistantTextDelta, StepStarted
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" Look up Gamma.\nAction 1: Search[Gamma]", " Done.\nAction 2: Finish[yes]"]))
+
+    async def run(name: str, deltas: bool, show: str = "none") -> tuple[list[AgentEvent], str]:
+        seen: list[AgentEvent] = []
+        out = io.StringIO()
+        config = RunConfig(
+            task=TaskConfig(name="hotpotqa", n=1),
+            model={"provider": "scripted", "label": "scripted", "script": str(script)},
+            solve=SolveSettings(mode="react"),
+            results_dir=tmp_path / name,
+            show=show,  # type: ignore[arg-type]
+        )
+        await evaluate(config, out=out, on_event=lambda _, event: seen.append(event), deltas=deltas)
+        return seen, out.getvalue()
+
+    def fragments(events: list[AgentEvent]) -> str:
+        return "".join(e.text for e in events if isinstance(e, AssistantTextDelta))
+
+    streamed, _ = await run("default", True)
+    assert "Look up Gamma." in fragments(streamed)
+    quiet, _ = await run("quiet", False)
+    assert fragments(quiet) == ""
+    assert [type(e) for e in quiet if not isinstance(e, AssistantTextDelta)] == [
+        type(e) for e in streamed if not isinstance(e, AssistantTextDelta)
+    ]  # the same steps, calls, observations and progress
+    assert sum(isinstance(e, StepStarted) for e in quiet) == 2
+    shown, printed = await run("shown", False, show="trajectories")
+    assert "Thought 1: Look up Gamma." in printed
