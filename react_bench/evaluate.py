@@ -208,7 +208,7 @@ class Run:
         finally:
             rundir.release(run_dir)  # the folder is free for the next process
 
-    async def _execute(self, done: set[str], on_event: EventSink | None, deltas: bool = True) -> RunResult:
+    async def _execute(self, done: set[str], on_event: EventSink | None, deltas: bool) -> RunResult:
         cfg, run_dir = self.cfg, self.run_dir
         if not (run_dir / rundir.RUN_JSON).exists():
             rundir.write_json(run_dir / rundir.RUN_JSON, self.header())
@@ -221,7 +221,7 @@ class Run:
         if cfg.max_cost_usd is not None and todo:
             budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
                                   _caching(cfg))  # fmt: skip
-        n_new = await self._run_examples(todo, len(done), on_event, budget, deltas and on_event is not None)
+        n_new = await self._run_examples(todo, len(done), on_event, budget, deltas)
         metrics = summarize(run_dir, self.task.info)
         over = len(budget.skipped) if budget is not None else 0
         metrics["over_budget"] = over
@@ -278,6 +278,7 @@ class Run:
         self, todo: list[Example], n_done: int, on_event: EventSink | None, budget: Budget | None, deltas: bool
     ) -> int:
         cfg, run_dir, out = self.cfg, self.run_dir, self.out
+        deltas = deltas and on_event is not None  # the caller's own sink (on_event is wrapped below)
         n_total = len(self.examples)
         concurrency = cfg.concurrency
         if concurrency > MAX_CONCURRENCY:

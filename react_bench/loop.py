@@ -224,15 +224,14 @@ async def _execute_all(
 
     for call in calls:
         yield ToolCalled(step, call.id, call.name, dict(call.arguments), call.text)
-    if len(calls) == 1:  # the common case: awaited here, no task (the same events, in the same order)
-        yield ToolExecutionStarted(step, calls[0].id, calls[0].name)
+    for call in calls:
+        yield ToolExecutionStarted(step, call.id, call.name)
+    if len(calls) == 1:  # the common case: awaited here, no task
         call, observation = await one(calls[0])
         observations[call.id] = observation
         yield ToolExecutionFinished(step, call.id, call.name, observation.text, observation.is_error)
         return
     tasks = [asyncio.ensure_future(one(call)) for call in calls]
-    for call in calls:
-        yield ToolExecutionStarted(step, call.id, call.name)
     try:
         for finished in asyncio.as_completed(tasks):
             call, observation = await finished

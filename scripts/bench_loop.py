@@ -211,7 +211,8 @@ def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[
 
 
 def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0, repeat: int = 1) -> dict[str, Any]:
-    """The median of ``repeat`` runs (by CPU per call), with every run's figure."""
+    """The median of ``repeat`` runs by their ratio to the SDK alone, with every run's figures and
+    the least of each (what the checks take)."""
     runs = [_claude_run(runner, episodes, work / f"claude-{runner}-{latency_s}-{episodes}-{i}", latency_s)
             for i in range(repeat)]  # fmt: skip
     # paired: each run against the SDK alone measured right after it (a shared machine's speed drifts

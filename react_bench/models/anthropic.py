@@ -492,8 +492,8 @@ def place_breakpoints(
     arguments: dict[str, Any],
     points: tuple[tuple[int, int], ...] | None,
     minimum: int,
-    sizes: list[tuple[int, ...]] | None = None,
-    head_tokens: int | None = None,
+    sizes: list[tuple[int, ...]],
+    head_tokens: int,
 ) -> None:
     """``cache_control`` on the blocks a later request will repeat (at most 4 breakpoints).
 
@@ -502,17 +502,13 @@ def place_breakpoints(
     steps); ``None``: the end of the history before the newest turn and the end of the
     newest turn. The tools + system prefix is marked too. A breakpoint whose prefix is below
     the model's minimum cacheable length is left out: the API would not cache it anyway.
-    ``sizes`` / ``head_tokens``: the messages' block estimates and the tools + system's, where
-    the caller has them (``WireCache``); else estimated here. A message that gets a breakpoint
-    is replaced by a copy (the list's dicts may be shared with other requests).
+    ``sizes`` / ``head_tokens``: the messages' block estimates and the tools + system's
+    (``WireCache`` keeps them). A message that gets a breakpoint is replaced by a copy (the
+    list's dicts may be shared with other requests).
     """
     messages = arguments["messages"]
-    if sizes is None:
-        sizes = [tuple(0 if b is None else _estimate(b) for b in m["content"]) for m in messages]
     if points is None:
         points = tuple((i, _last_cacheable(messages[i])) for i in (len(messages) - 2, len(messages) - 1) if i >= 0)
-    if head_tokens is None:
-        head_tokens = _estimate(arguments.get("tools", [])) + _estimate(arguments.get("system", []))
     tokens = head_tokens
     marks: list[tuple[int, int]] = []
     head = arguments.get("system") or arguments.get("tools")
