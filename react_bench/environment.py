@@ -21,7 +21,8 @@ implementations.
   result the model should read as a failure (the tool-use runner's ``is_error``).
 
 Environments are asyncio-friendly: blocking work (a game engine, an HTTP call, SQLite) runs in
-a worker thread inside ``step`` / ``reset``. One environment per episode; what they share (a
+a worker thread inside ``step`` / ``reset``, through ``run_blocking`` (a cancelled episode waits
+for its call to return, so nothing is closed under it). One environment per episode; what they share (a
 wiki backend, a server) lives in the factory, closed once at the end of a run. An environment
 that holds resources of its own episode (a game engine) may have a ``close()``: the solver
 calls it when the episode ends.
@@ -29,9 +30,12 @@ calls it when the episode ends.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import contextvars
+import functools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from react_bench.models.base import ToolSpec
 
@@ -91,6 +95,32 @@ class EnvFactory(Protocol):
     def __call__(self) -> Environment: ...
 
     def close(self) -> None: ...
+
+
+T = TypeVar("T")
+
+
+async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` in a worker thread (as ``asyncio.to_thread``), awaited to its end even when
+    the caller is cancelled, then the cancellation goes on.
+
+    A thread cannot be stopped: a cancelled ``to_thread`` leaves its call running, and what the
+    cancellation closes next (the episode's game engine, the run's SQLite wiki, the HTTP client)
+    would be closed under it; a SQLite connection closed while another thread reads it crashes
+    the process (SIGSEGV, seen on Ctrl-C in a HotpotQA run). The calls are short or bounded (a
+    wiki query: milliseconds; a game step; an HTTP request under its timeout)."""
+    loop = asyncio.get_running_loop()
+    call = functools.partial(contextvars.copy_context().run, fn, *args)
+    future = loop.run_in_executor(None, call)
+    cancelled: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait((future,))  # a cancel of this task leaves the future running
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
+    return future.result()
 
 
 def action_parameter(spec: ToolSpec) -> str | None:

@@ -41,9 +41,18 @@ N = 10
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def running_cluster():
     with LocalCluster(workers=2) as running:
         yield running
+
+
+@pytest.fixture
+def cluster(running_cluster: LocalCluster) -> LocalCluster:
+    """The module's cluster with both worker nodes up and every CPU free: the previous test's
+    actors are released a moment after its driver leaves, and a run sizes its workers by the free
+    CPUs (one worker instead of two made the rate-limit test fail in CI)."""
+    running_cluster.wait_nodes(2, idle=True)
+    return running_cluster
 
 
 @pytest.fixture(scope="module")

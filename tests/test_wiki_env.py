@@ -5,10 +5,12 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import threading
 
 import pytest
 
 from react_bench.environment import Action
+from react_bench.envs.wiki import WikiEnvFactory
 from react_bench.envs.wiki.build import build_from_jsonl
 from react_bench.envs.wiki.env import NO_MORE_RESULTS, NO_PAGE, WikiEnv, page_observation, page_sentences
 from react_bench.envs.wiki.local import LocalWiki
@@ -181,3 +183,46 @@ async def test_concurrent_actions_of_one_turn_apply_in_call_order(wiki: LocalWik
     await env.step_text("search[Alpha Ridge]")
     results = await asyncio.gather(*(env.step(Action("lookup", {"keyword": "eastern"})) for _ in range(3)))
     assert [r.text.split(")")[0] for r in results] == ["(Result 1 / 3", "(Result 2 / 3", "(Result 3 / 3"]
+
+
+async def test_a_cancelled_search_returns_before_the_run_closes_the_wiki(wiki: LocalWiki) -> None:
+    """Ctrl-C cancels the episodes mid-search and the run then closes the backend. A thread
+    cannot be stopped, so the cancel waits for the search to return: a SQLite connection closed
+    while a thread read it crashed the process (SIGSEGV, 2 of 40 Ctrl-C runs before)."""
+    entered, release = threading.Event(), threading.Event()
+    order: list[str] = []
+
+    class Held:
+        def search(self, entity: str):  # noqa: ANN202 - the backend's SearchOutcome
+            entered.set()
+            release.wait(60)
+            outcome = wiki.search(entity)
+            order.append("search returned")
+            return outcome
+
+        def close(self) -> None:
+            order.append("closed")
+
+    factory = WikiEnvFactory(Held())  # type: ignore[arg-type]
+
+    async def run() -> None:
+        try:
+            await factory().step(Action("search", {"entity": "Alpha Ridge"}))
+        finally:
+            factory.close()  # as Run.aclose does once the examples are cancelled
+
+    task = asyncio.create_task(run())
+    try:
+        await asyncio.to_thread(entered.wait, 60)
+        task.cancel()
+        for _ in range(50):  # many turns of the loop: a cancel that did not wait would have ended the task
+            await asyncio.sleep(0)
+        assert not task.done() and order == []
+        task.cancel()  # a second cancel waits as well
+        await asyncio.sleep(0)
+        assert not task.done()
+    finally:
+        release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert order == ["search returned", "closed"]

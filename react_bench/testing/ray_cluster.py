@@ -139,16 +139,20 @@ class LocalCluster:
                 time.sleep(0.2)
         raise TimeoutError(f"the Ray head did not listen within {timeout_s} s: {self.log(0)}")
 
-    def wait_nodes(self, n_workers: int, timeout_s: float = 180.0) -> None:
+    def wait_nodes(self, n_workers: int, timeout_s: float = 180.0, idle: bool = False) -> None:
         """Until ``n_workers`` worker nodes are alive (asked of the cluster from a subprocess, so
-        the caller's process is not connected to Ray)."""
+        the caller's process is not connected to Ray); ``idle``: and every CPU of theirs is free
+        (a previous run's actors are released a moment after its driver leaves, and a run sizes
+        its workers by the free CPUs)."""
+        free = "ray.available_resources().get('CPU',0)" if idle else "cpus"
         probe = (
             "import ray,sys,time\n"
             f"ray.init(address='{self.address}', logging_level='ERROR')\n"
             f"end=time.monotonic()+{timeout_s}\n"
             "while time.monotonic()<end:\n"
-            "    n=sum(1 for x in ray.nodes() if x['Alive'] and x['Resources'].get('CPU',0)>0)\n"
-            f"    if n=={n_workers}: sys.exit(0)\n"
+            "    nodes=[x for x in ray.nodes() if x['Alive'] and x['Resources'].get('CPU',0)>0]\n"
+            "    cpus=sum(x['Resources']['CPU'] for x in nodes)\n"
+            f"    if len(nodes)=={n_workers} and {free}==cpus: sys.exit(0)\n"
             "    time.sleep(0.2)\n"
             "sys.exit(1)\n"
         )

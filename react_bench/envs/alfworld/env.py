@@ -22,14 +22,13 @@ end (``close``, which the solver calls after every episode).
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from react_bench.environment import UNPARSED, Action, EpisodeAbort, Example, Observation
+from react_bench.environment import UNPARSED, Action, EpisodeAbort, Example, Observation, run_blocking
 from react_bench.models.base import ToolSpec
 from react_bench.runners.formats import LineFormat
 
@@ -138,7 +137,7 @@ class ALFWorldEnv:
             raise EpisodeAbort(f"no game file {gamefile} for example {example.id}")
         self.close()
         self.game = Game(gamefile)
-        intro = await asyncio.to_thread(self.game.reset)
+        intro = await run_blocking(self.game.reset)
         return Observation(first_observation(intro))
 
     async def step(self, action: Action) -> Observation:
@@ -149,7 +148,7 @@ class ALFWorldEnv:
         command = command_of(action)
         if command is None:
             return Observation(NOTHING, is_error=True)
-        text, won = await asyncio.to_thread(self.game.step, command)
+        text, won = await run_blocking(self.game.step, command)
         if won:
             return Observation(observed(text), done=True, reward=1.0)
         return Observation(observed(text), is_error=text == NOTHING)

@@ -32,7 +32,15 @@ from urllib.parse import quote
 
 import httpx2
 
-from react_bench.environment import UNPARSED, Action, EpisodeAbort, Example, Observation, string_action
+from react_bench.environment import (
+    UNPARSED,
+    Action,
+    EpisodeAbort,
+    Example,
+    Observation,
+    run_blocking,
+    string_action,
+)
 from react_bench.envs.webshop.render import Page, render
 from react_bench.models.base import ToolSpec
 
@@ -159,7 +167,7 @@ class WebShopEnv:
     async def _show(self) -> Page | None:
         """Fetch and render the current page; record what it offers. None: the page is unreadable."""
         path = self._path()
-        html = await asyncio.to_thread(self._get, path)
+        html = await run_blocking(self._get, path)
         try:
             page = render(html, self.url + _unquoted(path), first_page=self.state.page_type == "init")
         except (ValueError, TypeError, AttributeError):

@@ -31,7 +31,7 @@ backend failure (live Wikipedia unreachable) is an error observation instead of 
 grammar for the text runner (the first letter lower-cased, then stripped, in the original's
 order), and ``step_text`` executes a paper-format string through it. One ``WikiEnv`` per
 episode; the backend is shared by all episodes of a run and must be thread-safe: its blocking
-calls run in ``asyncio.to_thread``.
+calls run in a worker thread (``environment.run_blocking``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, assert_never
 
-from react_bench.environment import UNPARSED, Action, Example, Observation, action_parameter, string_action
+from react_bench.environment import (
+    UNPARSED,
+    Action,
+    Example,
+    Observation,
+    action_parameter,
+    run_blocking,
+    string_action,
+)
 from react_bench.models.base import ToolSpec
 from react_bench.runners.formats import NumberedFormat
 
@@ -242,7 +250,7 @@ class WikiEnv:
             return Observation(f"Invalid action: {argument}", is_error=True)
 
     async def _search(self, entity: str) -> Observation:
-        outcome = await asyncio.to_thread(self.backend.search, entity)
+        outcome = await run_blocking(self.backend.search, entity)
         match outcome:
             case PageFound(page):
                 self.page = page

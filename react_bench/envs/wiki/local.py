@@ -28,7 +28,8 @@ nothing, never operators. Two bounds keep the cost flat on large corpora:
   rarest one) are listed unranked, in page order.
 
 Thread safety: one read-only connection per thread (``threading.local``), so episodes
-running in ``asyncio.to_thread`` read in parallel.
+running in worker threads read in parallel; ``close`` must wait until no thread reads (the
+environments' ``run_blocking`` sees to it: a connection closed under a read crashes the process).
 """
 
 from __future__ import annotations
