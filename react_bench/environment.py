@@ -127,7 +127,7 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     would be closed under it; a SQLite connection closed while another thread reads it crashes
     the process (SIGSEGV, seen on Ctrl-C in a HotpotQA run). The calls are short or bounded (a
     wiki query: milliseconds; a game step; an HTTP request under its timeout). The thread hands
-    its result straight to the awaiting task (no extra turn of the loop: cheaper than
+    its result straight to the awaiting task (no extra turn of the loop: a little cheaper than
     ``to_thread``). The pool has ``ThreadPoolExecutor``'s default size, as asyncio's own."""
     loop = asyncio.get_running_loop()
     if not _THREADS:
