@@ -22,8 +22,8 @@ implementations.
 
 Environments are asyncio-friendly: blocking work (a game engine, an HTTP call, SQLite) runs in
 a worker thread inside ``step`` / ``reset``, through ``run_blocking`` (a cancelled episode waits
-for its call to return, so nothing is closed under it). One environment per episode; what they share (a
-wiki backend, a server) lives in the factory, closed once at the end of a run. An environment
+for its call to return, so nothing is closed under it). One environment per episode; what they
+share (a wiki backend, a server) lives in the factory, closed once at the end of a run. An environment
 that holds resources of its own episode (a game engine) may have a ``close()``: the solver
 calls it when the episode ends.
 """
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -108,12 +109,16 @@ class _Uncancellable(asyncio.Future[Any]):
         return False
 
 
-_THREADS: list[ThreadPoolExecutor] = []  # the environments' worker threads, made on first use
+@functools.cache
+def _threads() -> ThreadPoolExecutor:
+    """The environments' worker threads, made on first use."""
+    return ThreadPoolExecutor(thread_name_prefix="env")
 
 
 def _settle(call: Future[Any], done: asyncio.Future[Any]) -> None:
-    if call.exception() is not None:
-        done.set_exception(call.exception())  # type: ignore[arg-type]
+    error = call.exception()
+    if error is not None:
+        done.set_exception(error)
     else:
         done.set_result(call.result())
 
@@ -130,10 +135,8 @@ async def run_blocking(fn: Callable[..., T], /, *args: Any) -> T:
     its result straight to the awaiting task (no extra turn of the loop: a little cheaper than
     ``to_thread``). The pool has ``ThreadPoolExecutor``'s default size, as asyncio's own."""
     loop = asyncio.get_running_loop()
-    if not _THREADS:
-        _THREADS.append(ThreadPoolExecutor(thread_name_prefix="env"))
     done: asyncio.Future[T] = _Uncancellable(loop=loop)
-    call = _THREADS[0].submit(contextvars.copy_context().run, fn, *args)
+    call = _threads().submit(contextvars.copy_context().run, fn, *args)
     call.add_done_callback(lambda call: _hand_back(loop, call, done))
     return await done
 

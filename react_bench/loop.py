@@ -226,14 +226,9 @@ async def _execute_all(
         yield ToolCalled(step, call.id, call.name, dict(call.arguments), call.text)
     for call in calls:
         yield ToolExecutionStarted(step, call.id, call.name)
-    if len(calls) == 1:  # the common case: awaited here, no task
-        call, observation = await one(calls[0])
-        observations[call.id] = observation
-        yield ToolExecutionFinished(step, call.id, call.name, observation.text, observation.is_error)
-        return
-    tasks = [asyncio.ensure_future(one(call)) for call in calls]
-    try:
-        for finished in asyncio.as_completed(tasks):
+    tasks = [asyncio.ensure_future(one(call)) for call in calls] if len(calls) > 1 else []
+    try:  # one call, the common case: awaited here, no task
+        for finished in asyncio.as_completed(tasks) if tasks else (one(call) for call in calls):
             call, observation = await finished
             observations[call.id] = observation
             yield ToolExecutionFinished(step, call.id, call.name, observation.text, observation.is_error)

@@ -679,10 +679,7 @@ class StreamMapper:
         if getattr(event, "type", None) == "content_block_delta":  # most of a stream: the short way
             index, delta = getattr(event, "index", None), getattr(event, "delta", None)
             if type(index) is int and delta is not None:  # else _check_shape below names what is wrong
-                if index in self._skipped_blocks or getattr(delta, "type", None) not in _KNOWN_DELTAS:
-                    self.ignored += 1
-                    return []
-                return _delta(index, delta)
+                return self._content_delta(index, delta)
         _check_shape(event)
         if getattr(event, "type", None) not in _KNOWN_EVENTS or self._skip(event):
             self.ignored += 1
@@ -694,7 +691,7 @@ class StreamMapper:
             case sdk.RawContentBlockStartEvent(index=index, content_block=block):
                 return _block_start(index, block)
             case sdk.RawContentBlockDeltaEvent(index=index, delta=delta):
-                return _delta(index, delta)
+                return self._content_delta(index, delta)
             case sdk.RawContentBlockStopEvent(index=index):
                 return [BlockStop(index)]
             case sdk.RawMessageDeltaEvent():
@@ -717,12 +714,17 @@ class StreamMapper:
                 if getattr(block, "type", None) not in _KNOWN_BLOCKS:
                     self._skipped_blocks.add(index)
                 return index in self._skipped_blocks
-            case sdk.RawContentBlockDeltaEvent(index=index, delta=delta):
-                return index in self._skipped_blocks or getattr(delta, "type", None) not in _KNOWN_DELTAS
             case sdk.RawContentBlockStopEvent(index=index):
                 return index in self._skipped_blocks
             case _:
-                return False
+                return False  # a delta: _content_delta decides
+
+    def _content_delta(self, index: int, delta: sdk.RawContentBlockDelta) -> list[StreamEvent]:
+        """A delta of a skipped block, or of a type this client does not know, is skipped."""
+        if index in self._skipped_blocks or getattr(delta, "type", None) not in _KNOWN_DELTAS:
+            self.ignored += 1
+            return []
+        return _delta(index, delta)
 
 
 def _block_start(index: int, block: SdkStartBlock) -> list[StreamEvent]:
