@@ -137,7 +137,7 @@ class Run:
         task = load_task(cfg.task.name)
         env = env_config(cfg, task)
         examples = task.examples(cfg.task, env)
-        if task.coverage is not None and task.coverage.found < task.coverage.requested:
+        if task.coverage is not None and (task.coverage.found < task.coverage.requested or task.coverage.left_out):
             print(f"coverage: {task.coverage.summary()}", file=out)
         data_notes = getattr(task, "data_notes", None)  # optional: what the data cannot support
         for line in data_notes(cfg.task, env, examples) if data_notes is not None and not cfg.dry_run else ():

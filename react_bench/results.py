@@ -89,6 +89,8 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
         metrics[name] = {"mean": ci.mean, "ci95": [ci.low, ci.high], "ci_method": ci.method}
     usage = sum((Usage.from_dict(r["usage"]) for r in records), Usage())
     metrics["usage"] = usage.to_dict()
+    metrics["calls"] = sum(int(r.get("calls") or 0) for r in records)
+    metrics["left_out"] = list((run.get("coverage") or {}).get("left_out") or [])  # unreadable data skipped on request
     metrics["reasons"] = dict(Counter(r["reason"] for r in records))
     metrics["routes"] = dict(Counter(r["route"] for r in records))
     # An error is an example a fault kept from answering (after the retries): scored as wrong in
@@ -328,6 +330,8 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
     if wall.get("per_example_s") is not None:
         per_call = "" if wall.get("per_call_s") is None else f"{wall['per_call_s']:.2f} s per model call"
         rows.append(("wall time", f"{wall['per_example_s']:.2f} s per example", per_call))
+    if metrics.get("left_out"):
+        rows.append(("left out (unreadable)", str(len(metrics["left_out"])), f"the first: {metrics['left_out'][0]}"))
     rows.append(("bad calls (re-asks)", str(metrics["bad_calls"]), ""))
     acted = metrics.get("actions") or {}
     if acted.get("n"):
@@ -338,7 +342,10 @@ def format_table(metrics: dict[str, Any], info: TaskInfo) -> str:
         rows.append(("answers not a label", str(metrics["out_of_label_set"]), ""))
     usage = metrics["usage"]
     total_in = usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
-    rows.append(("tokens in/out", f"{total_in}/{usage['output_tokens']}", ""))
+    unknown = usage.get("unknown_calls") or 0
+    calls = metrics.get("calls", unknown)
+    said = f"usage unknown for {unknown} of {calls} calls (the server sent none)" if unknown else ""
+    rows.append(("tokens in/out", f"{total_in}/{usage['output_tokens']}", said))
     if usage["cache_read_input_tokens"] or usage["cache_creation_input_tokens"]:
         cache = f"read {usage['cache_read_input_tokens']}, written {usage['cache_creation_input_tokens']}"
         rows.append(("  of which cache", cache, ""))

@@ -97,10 +97,15 @@ def _blocks(items: tuple[ContentBlock | str, ...]) -> tuple[ContentBlock, ...]:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts of one call, or the sum over calls. ``unknown_calls``: calls whose server
+    reported no usage (an OpenAI-compatible server that ignores ``stream_options``): their
+    tokens are not in the counts, and a cost over them is unknown, never a silent 0."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    unknown_calls: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -108,6 +113,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.unknown_calls + other.unknown_calls,
         )
 
     @property
@@ -115,12 +121,15 @@ class Usage:
         return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def to_dict(self) -> dict[str, int]:
-        return {
+        out = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "cache_creation_input_tokens": self.cache_creation_input_tokens,
             "cache_read_input_tokens": self.cache_read_input_tokens,
         }
+        if self.unknown_calls:  # only then: records of known usage read as they always did
+            out["unknown_calls"] = self.unknown_calls
+        return out
 
     @staticmethod
     def from_dict(data: Mapping[str, Any] | None) -> Usage:

@@ -85,7 +85,7 @@ from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.evaluate import evaluate, new_run_id, run_dir_for  # noqa: E402
 from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
-from react_bench.runconfig import CHOICES, RunConfig, find_run, resolve_settings  # noqa: E402
+from react_bench.runconfig import CHOICES, SELECTION_KEYS, RunConfig, find_run, resolve_settings  # noqa: E402
 from react_bench.rundir import StoredRun  # noqa: E402
 from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError, task_info  # noqa: E402
@@ -142,6 +142,17 @@ def check_group_choices(argv: list[str]) -> None:
                 if key == "model" and not choice.startswith(("claude", "gemma", "smollm")):
                     hint = f" (an OpenAI or OpenAI-compatible model: model=openai model.name={choice})"
                 fail(f"{key}={choice}: no such {key}{hint}; choose one of {choices}")
+
+
+def check_selection_keys(argv: list[str]) -> None:
+    """Which examples (``split``, ``n``, ``offset``, ``ids``, ``on_missing``, ``data_dir``) is set
+    in one place, at the top level: ``task.data_dir=`` is one line saying so (Hydra would answer
+    "not in struct" and a hint to append a key nothing reads)."""
+    for arg in argv:
+        key, _, value = arg.lstrip("+~").partition("=")
+        if key.startswith("task.") and key.removeprefix("task.") in SELECTION_KEYS:
+            name = key.removeprefix("task.")
+            fail(f"{key}={value}: {name} is a top-level setting, for every task: write {name}={value}")
 
 
 def interrupted(run_dir: Path | None, code: int = 130, what: str = "interrupted") -> NoReturn:
@@ -261,6 +272,7 @@ if __name__ == "__main__":
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
     check_group_choices(sys.argv[1:])
+    check_selection_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
     if single_run(sys.argv[1:]):

@@ -274,3 +274,75 @@ async def test_an_unknown_command_is_nothing_happens_and_the_tools_reach_the_gam
     assert (await env.step(Action("look", {}))).text.startswith("You are in the middle of a room.")
     assert (await env.step(Action("think", {"thought": "x"}))).text == "OK."
     env.close()
+
+
+CORRUPT = {
+    "game.tw-pddl not JSON": ("game.tw-pddl", b"{not json"),
+    "game.tw-pddl truncated": ("game.tw-pddl", None),  # the first half of the real file
+    "game.tw-pddl without pddl_domain": ("game.tw-pddl", "drop:pddl_domain"),
+    "traj_data.json binary": ("traj_data.json", bytes(range(256))),
+    "traj_data.json a list": ("traj_data.json", b"[1, 2, 3]"),
+    "traj_data.json without task_type": ("traj_data.json", "drop:task_type"),
+}
+
+
+def _corrupt(folder: Path, name: str, how: bytes | str | None) -> None:
+    path = folder / name
+    if how is None:
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif isinstance(how, str):
+        value = json.loads(path.read_text())
+        del value[how.split(":", 1)[1]]
+        path.write_text(json.dumps(value))
+    else:
+        path.write_bytes(how)
+
+
+def test_bad_game_files_are_refused_before_the_run_or_left_out_on_request(
+    eval_games: list[Example], tmp_path: Path
+) -> None:
+    split = tmp_path / "json_2.1.1" / "valid_unseen"
+    for example in eval_games[:2]:
+        shutil.copytree(Path(example.metadata["gamefile"]).parent, split / example.id)
+    bad = {}
+    for k, (what, (name, how)) in enumerate(CORRUPT.items()):
+        folder = split / f"zz_bad_{k}" / "trial_0"
+        shutil.copytree(Path(eval_games[0].metadata["gamefile"]).parent, folder)
+        _corrupt(folder, name, how)
+        bad[what] = folder / name
+    task, config = AlfworldTask(), TaskConfig(name="alfworld", data_dir=str(tmp_path))
+    with pytest.raises(DataError) as refused:
+        task.examples(config, SMALL)
+    message = str(refused.value)
+    assert "\n" not in message and f"{len(CORRUPT)} game(s) cannot be read" in message
+    assert str(bad["game.tw-pddl not JSON"]) in message and "skip_bad_games=true" in message
+    for what, path in bad.items():  # each kind of fault is found, and named by its file
+        single = tmp_path / "one" / what.replace(" ", "_") / "valid_unseen"
+        shutil.copytree(path.parent, single / "g" / "trial_0")
+        with pytest.raises(DataError, match=str(path.name)):
+            AlfworldTask().examples(TaskConfig(name="alfworld", data_dir=str(single.parent)), SMALL)
+    kept = task.examples(config, replace(SMALL, skip_bad_games=True))
+    assert sorted(e.id for e in kept) == sorted(e.id for e in eval_games[:2])
+    assert task.coverage is not None and len(task.coverage.left_out) == len(CORRUPT)
+    assert "unreadable left out" in task.coverage.summary()
+
+
+def test_eval_py_refuses_bad_games_in_one_line_and_data_dir_is_one_setting(
+    eval_games: list[Example], tmp_path: Path
+) -> None:
+    from tests.support import eval_py
+
+    split = tmp_path / "games" / "json_2.1.1" / "valid_unseen"
+    shutil.copytree(Path(eval_games[0].metadata["gamefile"]).parent, split / "g" / "trial_0")
+    (split / "g" / "trial_0" / "game.tw-pddl").write_bytes(b"\x00\x01 not a game")
+    base = ("task=alfworld", f"results_dir={tmp_path / 'runs'}", "model=scripted", "n=1")
+    done = eval_py(*base, f"data_dir={tmp_path / 'games'}")
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "game.tw-pddl: not JSON" in lines[0] and "Traceback" not in done.stderr
+    # task.data_dir= is not a second name for it: the refusal says which one is
+    wrong = eval_py(*base, f"task.data_dir={tmp_path / 'games'}")
+    assert wrong.returncode == 2 and "data_dir=" in wrong.stderr and "task.data_dir" in wrong.stderr
+    assert "Traceback" not in wrong.stderr and len([x for x in wrong.stderr.splitlines() if x.strip()]) == 1
+    assert not (tmp_path / "runs").exists()

@@ -232,7 +232,7 @@ async def test_a_cache_that_cannot_be_written_costs_no_answer(tmp_path, monkeypa
 async def test_the_deadline_passing_in_the_consumers_time_ends_the_next_wait_not_the_consumer() -> None:
     """One timer per attempt: it cancels only this client's own wait. Passed while the consumer
     holds an event, the consumer's own awaits run on; the next wait is a TimeoutError at once."""
-    from react_bench.models.anthropic import _Deadline
+    from react_bench.models.deadline import Deadline as _Deadline
 
     loop = asyncio.get_running_loop()
     deadline = _Deadline(loop.time() + 0.05)
@@ -248,7 +248,7 @@ async def test_the_deadline_passing_in_the_consumers_time_ends_the_next_wait_not
 
 
 async def test_the_deadline_cancels_a_wait_that_never_ends_and_leaves_an_outside_cancel_alone() -> None:
-    from react_bench.models.anthropic import _Deadline
+    from react_bench.models.deadline import Deadline as _Deadline
 
     loop = asyncio.get_running_loop()
     deadline = _Deadline(loop.time() + 0.05)

@@ -243,15 +243,52 @@ async def test_actions_the_page_does_not_offer_are_invalid(small: Catalog) -> No
     assert all(o.is_error for o in obs if o.text == INVALID) and not any(o.done for o in obs)
 
 
-async def test_a_page_that_cannot_be_read_is_an_error_observation(small: Catalog) -> None:
-    g = small.goals[2]
+GARBAGE = {
+    "an empty page": b"",
+    "binary bytes": bytes(range(256)) * 4,
+    "garbage HTML": b"<html><body><h1>It works!</h1><p>nginx default page</p></body></html>",
+    "a score that is no number": b"<h3>Your score (min 0.0, max 1.0)<pre>not a number</pre></h3>",
+    "a score out of bounds": b"<h3>Your score (min 0.0, max 1.0)<pre>7.5</pre></h3>",
+}
+
+
+@pytest.mark.parametrize("route", ["index", "search_results", "item_page", "item_sub_page", "done"])
+async def test_a_page_the_server_cannot_have_meant_is_an_error_that_reruns(
+    scripted: Any, small: Catalog, tmp_path: Path, route: str
+) -> None:
+    """An empty page, binary bytes or HTML that is not the page asked for, on any page of an
+    episode: the example ends with reason error (never scored as the model's failure), and
+    ``retry_errors`` reruns it right once the server mends."""
+    from dataclasses import replace
+
+    chosen = small.goals[: len(GARBAGE)]
     with WebShopServer(small) as server:
         shop = server.httpd.RequestHandlerClass.shop  # type: ignore[attr-defined]
-        shop.done_page = lambda *args: "<h3>Your score (min 0.0, max 1.0)<pre>not a number</pre></h3>"
-        factory = WebShopFactory(server.url)
-        obs = await _episode(factory, g.session, [f"search[{goal_query(g)}]", f"click[{g.asin}]", "click[Buy Now]"])
-        factory.close()
-    assert obs[-1].is_error and obs[-1].reward is None and "could not be read" in obs[-1].text
+        real, broken, served = shop.respond, {"on": True}, iter(GARBAGE.values())
+        pages: dict[str, bytes] = {}
+
+        def respond(path: str) -> tuple[int, str | bytes]:
+            parts = path.strip("/").split("/")
+            if broken["on"] and (parts[0] == route or (route == "index" and len(parts) == 1)):
+                session = parts[0 if route == "index" else 1]
+                if session not in pages:
+                    pages[session] = next(served)
+                return 200, pages[session]
+            return real(path)
+
+        shop.respond = respond
+        cfg = replace(run_config(tmp_path, "text", replace(SMALL, url=server.url), n=len(chosen)), run_id="garbage")
+        walk = [" search[{q}]", " click[{asin}]", " click[Description]", " click[< Prev]", " click[Buy Now]"]
+        taken = {"index": 0, "search_results": 1, "item_page": 2, "item_sub_page": 3, "done": 5}[route]
+        actions = [a.format(q=goal_query(g), asin=g.asin) for g in chosen for a in walk[:taken]]
+        first = await evaluate(cfg, model=scripted(actions))
+        rows = records(first.run_dir)
+        assert [r["reason"] for r in rows] == ["error"] * len(chosen), [(r["reason"], r["error"]) for r in rows]
+        assert all("WebShop server sent" in r["error"] for r in rows), [r["error"] for r in rows]
+        broken["on"] = False
+        again = await evaluate(replace(cfg, resume=True, retry_errors=True),
+                               model=scripted([f" {a}" for g in chosen for a in oracle_actions(g)]))  # fmt: skip
+    assert [r["reward"] for r in records(again.run_dir)] == [1.0] * len(chosen) and again.metrics["errors"] == 0
 
 
 async def test_a_server_that_answers_500_makes_error_examples_that_rerun(

@@ -54,7 +54,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, assert_never, get_args
 
@@ -76,25 +76,26 @@ from react_bench.events import (
     ThinkingDelta,
     ToolInputDelta,
 )
-from react_bench.models.base import OPERATIONAL, ModelError, ModelRequest, ThinkingConfig, ToolSpec, adapt_request
+from react_bench.models.base import (
+    OPERATIONAL,
+    MalformedResponse,
+    ModelError,
+    ModelRequest,
+    ThinkingConfig,
+    ToolSpec,
+    adapt_request,
+    token_count,
+)
 from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.collector import collect, response_to_events
+from react_bench.models.deadline import Deadline
 from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
 T = TypeVar("T")
 _CACHE = {"type": "ephemeral"}
-MAX_TOKEN_COUNT = 100_000_000  # no request or response of any model comes near: a larger count is corrupt
 # The slowest rate the API streams at, and the longest it takes to start: the default deadline of an attempt.
 _SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
-
-
-class MalformedResponse(ModelError):
-    """A response the protocol does not allow (unparseable, or a shape or count it cannot have):
-    retried like a cut stream (a proxy or a server fault), then an error on that example."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"malformed response: {message}", retryable=True)
 
 
 # What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
@@ -281,7 +282,7 @@ class AnthropicClient:
         mapper = StreamMapper()
         cutter = StreamStops(plan.client_stops) if plan.client_stops else None
         allowed = self.deadline_s(int(plan.arguments.get("max_tokens") or 0))
-        deadline = _Deadline(asyncio.get_running_loop().time() + allowed)
+        deadline = Deadline(asyncio.get_running_loop().time() + allowed)
         try:
             response = await deadline.wait(self._sdk.messages.create(**plan.arguments, stream=True))
             async with response:
@@ -318,49 +319,6 @@ class AnthropicClient:
             raise ModelError(f"Anthropic API connection failed: {exc}", retryable=True) from exc
         finally:
             deadline.cancel()
-
-
-class _Deadline:
-    """The whole-attempt deadline, as one timer per attempt (not one per stream event: an
-    ``asyncio.timeout`` around each of a call's ~20 reads cost about a third of a millisecond
-    per call, a tenth of the SDK's own time). It bounds only this client's own waits, never a
-    yield: when it passes while the task waits in ``wait``, the task is cancelled there and
-    ``wait`` raises TimeoutError (a cancellation from elsewhere, Ctrl-C, stays a cancellation,
-    as ``asyncio.timeout`` does it); when it passes in the consumer's time (between events), the
-    next ``wait`` raises TimeoutError before it waits."""
-
-    def __init__(self, when: float) -> None:
-        self.when = when
-        self._task = asyncio.current_task()
-        self._cancelling = self._task.cancelling() if self._task is not None else 0
-        self._waiting = self._expired = self._cancelled = False
-        self._handle = asyncio.get_running_loop().call_at(when, self._expire)
-
-    def _expire(self) -> None:
-        self._expired = True
-        if self._waiting and self._task is not None:
-            self._cancelled = True
-            self._task.cancel()
-
-    async def wait(self, awaitable: Awaitable[T]) -> T:
-        if self._expired:
-            close = getattr(awaitable, "close", None)
-            if close is not None:
-                close()  # never awaited: closed, not left for the garbage collector to warn about
-            raise TimeoutError
-        self._waiting = True
-        try:
-            return await awaitable
-        except asyncio.CancelledError:
-            if self._cancelled and self._task is not None and self._task.uncancel() <= self._cancelling:
-                self._cancelled = False
-                raise TimeoutError from None
-            raise
-        finally:
-            self._waiting = False
-
-    def cancel(self) -> None:
-        self._handle.cancel()
 
 
 async def _drain_rest(events: AsyncIterator[Any], deadline: float) -> None:
@@ -590,9 +548,7 @@ def _count(usage: object, name: str, required: bool) -> int:
     value = getattr(usage, name, None)
     if value is None and not required:
         return 0
-    if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
-        raise MalformedResponse(f"usage.{name} is {value!r}, not a token count")
-    return value
+    return token_count(value, f"usage.{name}")
 
 
 def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage | None, where: str, required: tuple[str, ...]) -> Usage:

@@ -49,6 +49,26 @@ class ModelError(Exception):
         self.retry_after = retry_after
 
 
+class MalformedResponse(ModelError):
+    """A response the protocol does not allow (unparseable, or a shape or count it cannot have):
+    retried like a cut stream (a proxy or a server fault), then an error on that example."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"malformed response: {message}", retryable=True)
+
+
+MAX_TOKEN_COUNT = 100_000_000  # no request or response of any model comes near: a larger count is corrupt
+
+
+def token_count(value: object, where: str) -> int:
+    """A token count as a protocol sends it: a whole number between 0 and ``MAX_TOKEN_COUNT``;
+    anything else (negative, fractional, a string, null, absurd) is a ``MalformedResponse``,
+    since it would corrupt usage and cost."""
+    if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
+        raise MalformedResponse(f"{where} is {value!r}, not a token count")
+    return value
+
+
 class ModelRefused(ModelError):
     """The model declined to answer (stop reason ``refusal``): not a fault, not retried; the
     example ends with reason ``refused``."""

@@ -228,7 +228,7 @@ def calls_cost_usd(model_id: str, usages: Iterable[Usage]) -> float | None:
 def cost_usd(model_id: str, usage: Usage) -> float | None:
     """The USD cost of ``usage`` on ``model_id``; None when the model or a needed price is unknown."""
     row = _BY_ID.get(model_id)
-    if row is None:
+    if row is None or usage.unknown_calls:  # tokens the server did not report cannot be priced
         return None
     prices = row.prices
     if row.long_prompt is not None and usage.total_input_tokens > row.long_prompt[0]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, assert_never
 
 from react_bench.events import (
@@ -98,6 +98,7 @@ class ResponseCollector:
                     cache_creation_input_tokens=usage.cache_creation_input_tokens
                     or self.usage.cache_creation_input_tokens,
                     cache_read_input_tokens=usage.cache_read_input_tokens or self.usage.cache_read_input_tokens,
+                    unknown_calls=usage.unknown_calls,
                 )
                 self.finished = True
             case _:
@@ -116,8 +117,15 @@ class ResponseCollector:
             raise StreamProtocolError(f"stream ended with blocks still open: {sorted(self._open)}")
         if not self.finished:
             raise StreamProtocolError("stream ended without message_stop")
+        content = tuple(self._done[i] for i in sorted(self._done))
+        last = content[-1] if content else None
+        if self.stop_reason == StopReason.MAX_TOKENS and isinstance(last, ToolUseBlock) and not last.input:
+            # cut before its input began: {} is not what the model meant to send (a cut JSON
+            # object never parses, so a call with input that parsed was complete)
+            cut = replace(last, input_error=last.input_error or "cut by max_tokens before its input")
+            content = (*content[:-1], cut)
         return ModelResponse(
-            content=tuple(self._done[i] for i in sorted(self._done)),
+            content=content,
             stop_reason=self.stop_reason,
             usage=self.usage,
             model=self.model,

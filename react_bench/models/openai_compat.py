@@ -14,7 +14,24 @@ The only importer of ``openai``. Decisions:
 - Tool calls stream as fragments keyed by ``index``; some servers (llama.cpp's) repeat the id
   and name on every fragment, so only the first one opens the block.
 - Usage comes from ``stream_options.include_usage`` where the server honours it (OpenAI,
-  vLLM); llama.cpp's server sends none, and the usage then reads 0.
+  vLLM). A server that sends none (some llama.cpp builds, Ollama's older ones) leaves the call's
+  usage *unknown* (``Usage.unknown_calls``): never 0/0, and its cost is unknown; the summary
+  says how many calls. No tokenizer guess: the server's own is the only exact count.
+- Held to the Anthropic path's contract (docs/reliability.md): a stream that cannot be read
+  (a data line that is not JSON, bytes that are not UTF-8), that breaks the protocol's shapes
+  (``choices`` not a list, text not a string, a tool call without an integer index, a usage
+  whose counts are not token counts or whose ``cached_tokens`` pass ``prompt_tokens``), that
+  carries no chunk at all (an empty 200, an HTML page, a plain JSON completion) or ends without
+  a ``finish_reason`` is a ``MalformedResponse``; an ``{"error": ...}`` object inside a 200
+  stream is a ``ModelError``. Both are retried (``models.retrying``), then an error on that
+  example; nothing escapes as a traceback. Two clocks per attempt, as on the Anthropic path:
+  ``timeout_s`` for the next byte, ``deadline_s`` for the whole attempt (keep-alive comments
+  for ever end too).
+- Only choice 0 is read: a server that streams several choices (``n>1``, a proxy fanning out)
+  would otherwise interleave them into one answer; the others are dropped and said once.
+- ``finish_reason``: ``content_filter`` is a refusal (the example ends ``refused``), even on a
+  tool call; ``length`` is ``max_tokens`` (a cut tool call is marked so, not run as complete);
+  ``abort`` / ``error`` (vLLM) are retried; any other unknown value is an error on the example.
 - The key: ``key_env`` names the environment variable (never the key itself); ``None``
   means the server needs none (a local server). CoT-SC samples send ``seed + sample_index``
   so that a server with a fixed default seed still gives different samples.
@@ -22,15 +39,27 @@ The only importer of ``openai``. Decisions:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
 from react_bench.errors import ConfigError
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, ToolSpec, adapt_request
+from react_bench.models.base import (
+    OPERATIONAL,
+    MalformedResponse,
+    ModelCapabilities,
+    ModelError,
+    ModelRequest,
+    ToolSpec,
+    adapt_request,
+    token_count,
+)
+from react_bench.models.deadline import Deadline
 from react_bench.models.stopping import StopScanner
 from react_bench.types import (
     Message,
@@ -44,7 +73,15 @@ from react_bench.types import (
 )
 
 _FINISH = {"length": StopReason.MAX_TOKENS, "tool_calls": StopReason.TOOL_USE, "function_call": StopReason.TOOL_USE,
-           "content_filter": StopReason.REFUSAL, "stop": StopReason.END_TURN}  # fmt: skip
+           "content_filter": StopReason.REFUSAL, "stop": StopReason.END_TURN,
+           # other servers' names for a natural end (TGI, older vLLM)
+           "eos": StopReason.END_TURN, "eos_token": StopReason.END_TURN,
+           "stop_sequence": StopReason.STOP_SEQUENCE}  # fmt: skip
+_FAILED = frozenset({"abort", "error"})  # vLLM's finish reasons for a generation that failed: retried
+# What the SDK raises on bytes it cannot read (json, utf-8) and what a wrongly typed field raises.
+_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+# The slowest rate a server is taken to stream at, and the longest it takes to start (the default deadline).
+_SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -59,7 +96,8 @@ class OpenAIConfig:
     max_stop_sequences: int = 4
     stream_usage: bool = True
     seed: int = 0
-    timeout_s: float = field(default=120.0, metadata=OPERATIONAL)
+    timeout_s: float = field(default=120.0, metadata=OPERATIONAL)  # the longest wait for the next byte
+    deadline_s: float | None = field(default=None, metadata=OPERATIONAL)  # one attempt, whole; None: by max_tokens
 
 
 class OpenAICompatClient:
@@ -77,6 +115,7 @@ class OpenAICompatClient:
         self.capabilities = ModelCapabilities(
             raw_completion=config.raw_completion, chat=True, tools=config.tools, prefill=False, sampling=True
         )
+        self._warned_choices = False
         self._client = AsyncOpenAI(
             # retries are models.retrying's (make_model wraps this client), not the SDK's
             api_key=api_key,
@@ -113,31 +152,67 @@ class OpenAICompatClient:
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
         return adapt_request(request, self.capabilities)[1]
 
+    def deadline_s(self, max_tokens: int) -> float:
+        """How long one attempt may take, whole (``deadline_s``, or by ``max_tokens``)."""
+        if self.config.deadline_s is not None:
+            return self.config.deadline_s
+        return max(_FIRST_TOKEN_S, self.config.timeout_s) + max_tokens / _SLOWEST_TOKENS_PER_S
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        import httpx2
         import openai
 
         request, _ = adapt_request(request, self.capabilities)
-        mapper = StreamMapper(request.stop)
+        mapper = StreamMapper(request.stop, chat=request.prompt is None)
+        allowed = self.deadline_s(request.max_tokens)
+        deadline = Deadline(asyncio.get_running_loop().time() + allowed)
         try:
             if request.prompt is not None:
-                chunks = await self._client.completions.create(prompt=request.prompt, **self._common(request))
+                opened = self._client.completions.create(prompt=request.prompt, **self._common(request))
             else:
                 extra = {"tools": [_tool(t) for t in request.tools]} if request.tools else {}
                 # plain dicts in the wire format; the SDK's TypedDict overloads cannot see that
                 create: Any = self._client.chat.completions.create
-                chunks = await create(messages=to_openai_messages(request), **self._common(request), **extra)
+                opened = create(messages=to_openai_messages(request), **self._common(request), **extra)
+            chunks = await deadline.wait(opened)
             async with chunks:
-                async for chunk in chunks:
-                    for event in mapper.feed(chunk):
+                reader = aiter(chunks)
+                while not mapper.stopped:  # our own stop: leaving the block closes the connection
+                    try:
+                        chunk = await deadline.wait(anext(reader))
+                        events = mapper.feed(chunk)
+                    except StopAsyncIteration:
+                        break
+                    except _PARSE_ERRORS as exc:
+                        raise MalformedResponse(f"{type(exc).__name__}: {exc}") from exc
+                    for event in events:
                         yield event
-                    if mapper.stopped:
-                        break  # our own stop: leaving the block closes the connection
+        except TimeoutError as exc:
+            raise ModelError(
+                f"{self.name}: timed out: the attempt passed its deadline of {allowed:g} s (model.deadline_s)",
+                retryable=True,
+            ) from exc
+        except openai.APITimeoutError as exc:
+            raise ModelError(
+                f"{self.name}: timed out: no byte for {self.config.timeout_s:g} s (model.timeout_s)", retryable=True
+            ) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
             raise ModelError(f"{self.name}: HTTP {status}: {exc.message}", status=status,
                              retryable=status in (408, 409, 429) or status >= 500) from exc  # fmt: skip
-        except openai.APIConnectionError as exc:  # includes timeouts
-            raise ModelError(f"{self.name}: cannot reach {self.config.base_url}: {exc}", retryable=True) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
+        except openai.APIError as exc:  # an {"error": ...} object inside a 200 stream (vLLM, llama.cpp)
+            said = f"{self.name}: the server sent an error mid-stream: {exc.message}"
+            raise ModelError(said, retryable=True) from exc
+        except httpx2.HTTPError as exc:  # what the SDK does not wrap: a transport fault mid-stream
+            raise ModelError(f"{self.name}: the connection failed mid-stream: {exc!r}", retryable=True) from exc
+        finally:
+            deadline.cancel()
+        if mapper.extra_choices and not self._warned_choices:
+            self._warned_choices = True
+            print(f"warning: {self.endpoint} streamed more than one choice (n>1, or a proxy that fans out): "
+                  "only choice 0 is read", file=sys.stderr)  # fmt: skip
         for event in mapper.finish():
             yield event
 
@@ -182,10 +257,16 @@ def _convert(message: Message) -> list[dict[str, Any]]:
 
 @dataclass
 class StreamMapper:
-    """Pure: OpenAI stream chunks (completion or chat) -> StreamEvents, with client-side stops."""
+    """Pure: OpenAI stream chunks (completion or chat) -> StreamEvents, with client-side stops.
+
+    Every field is checked as it is read (the SDK builds chunks without validating them): a
+    shape the protocol does not have raises ``MalformedResponse``. Only choice 0 is read; the
+    others are counted in ``extra_choices``."""
 
     stops: tuple[str, ...] = ()
+    chat: bool = True
     stopped: bool = False
+    extra_choices: int = 0
     _started: bool = False
     _next_index: int = 0
     _text_index: int | None = None
@@ -193,7 +274,7 @@ class StreamMapper:
     _open: list[int] = field(default_factory=list)
     _finish: str | None = None
     _server_stop: str | None = None
-    _usage: Usage = field(default_factory=Usage)
+    _usage: Usage | None = None
     _scanner: StopScanner = field(init=False)
 
     def __post_init__(self) -> None:
@@ -203,21 +284,48 @@ class StreamMapper:
         events: list[StreamEvent] = []
         if not self._started:
             self._started = True
-            events.append(MessageStart(chunk.id or "", chunk.model or ""))
-        if chunk.usage is not None:
-            self._usage = _usage(chunk.usage)
-        for choice in chunk.choices[:1]:
+            events.append(MessageStart(_label(getattr(chunk, "id", None)), _label(getattr(chunk, "model", None))))
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            self._usage = _usage(usage)
+        choices = getattr(chunk, "choices", None)
+        if not isinstance(choices, list):
+            raise MalformedResponse(f"a chunk's choices is {choices!r}, not a list")
+        for choice in choices:
+            index = getattr(choice, "index", 0)
+            if index is not None and type(index) is not int:
+                raise MalformedResponse(f"a choice's index is {index!r}, not an integer")
+            if index:
+                self.extra_choices += 1
+                continue
+            events.extend(self._choice(choice))
+        return events
+
+    def _choice(self, choice: Any) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if self.chat:
             delta = getattr(choice, "delta", None)
-            text = choice.text if delta is None else delta.content
-            if text:
-                events.extend(self._text(self._scanner.feed(text)))
-                self.stopped = self._scanner.hit is not None
-            for call in (delta.tool_calls or []) if delta is not None else []:
-                events.extend(self._tool_fragment(call))
-            if choice.finish_reason:
-                self._finish = choice.finish_reason
-                stop_reason = (choice.model_extra or {}).get("stop_reason")
-                self._server_stop = stop_reason if isinstance(stop_reason, str) else None
+            if delta is None or isinstance(delta, str | int | float | list):
+                raise MalformedResponse(f"a chat choice's delta is {delta!r}, not an object")
+            text, calls = getattr(delta, "content", None), getattr(delta, "tool_calls", None)
+        else:
+            text, calls = getattr(choice, "text", None), None
+        if text is not None and not isinstance(text, str):
+            raise MalformedResponse(f"a choice's text is {text!r}, not a string")
+        if text and not self._scanner.hit:
+            events.extend(self._text(self._scanner.feed(text)))
+            self.stopped = self._scanner.hit is not None
+        if calls is not None and not isinstance(calls, list):
+            raise MalformedResponse(f"a delta's tool_calls is {calls!r}, not a list")
+        for call in calls or []:
+            events.extend(self._tool_fragment(call))
+        finish = getattr(choice, "finish_reason", None)
+        if finish is not None and not isinstance(finish, str):
+            raise MalformedResponse(f"a choice's finish_reason is {finish!r}, not a string")
+        if finish:
+            self._finish = finish
+            stop_reason = (getattr(choice, "model_extra", None) or {}).get("stop_reason")
+            self._server_stop = stop_reason if isinstance(stop_reason, str) else None
         return events
 
     def _text(self, text: str) -> list[StreamEvent]:
@@ -230,19 +338,26 @@ class StreamMapper:
         return events
 
     def _tool_fragment(self, call: Any) -> list[StreamEvent]:
+        index = getattr(call, "index", None)
+        if type(index) is not int:
+            raise MalformedResponse(f"a tool call's index is {index!r}, not an integer")
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None) if function is not None else None
+        arguments = getattr(function, "arguments", None) if function is not None else None
+        call_id = getattr(call, "id", None)
+        for what, value in (("id", call_id), ("function.name", name), ("function.arguments", arguments)):
+            if value is not None and not isinstance(value, str):
+                raise MalformedResponse(f"a tool call's {what} is {value!r}, not a string")
         events: list[StreamEvent] = []
-        if call.index not in self._tools:
+        if index not in self._tools:
             if self._text_index is not None:  # text before a call is finished
                 events.append(BlockStop(self._text_index))
                 self._open.remove(self._text_index)
                 self._text_index = None
-            name = call.function.name if call.function else ""
-            start = BlockStart(
-                self._next_index, "tool_use", tool_id=call.id or f"call_{call.index}", tool_name=name or ""
-            )
-            self._tools[call.index] = self._open_block(events, start)
-        if call.function is not None and call.function.arguments:
-            events.append(ToolInputDelta(self._tools[call.index], call.function.arguments))
+            start = BlockStart(self._next_index, "tool_use", tool_id=call_id or f"call_{index}", tool_name=name or "")
+            self._tools[index] = self._open_block(events, start)
+        if arguments:
+            events.append(ToolInputDelta(self._tools[index], arguments))
         return events
 
     def _open_block(self, events: list[StreamEvent], start: BlockStart) -> int:
@@ -252,19 +367,33 @@ class StreamMapper:
         return start.index
 
     def finish(self) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
+        """The closing events; a stream that carried no chunk, or ended before a ``finish_reason``
+        (and before a stop of ours), is a ``MalformedResponse``: nothing a server meant."""
         if not self._started:
-            events.append(MessageStart("", ""))
+            raise MalformedResponse("the response carried no completion chunk (an empty body, a page, or JSON "
+                                    "where a stream was asked)")  # fmt: skip
+        if self._finish is None and not self.stopped:
+            raise MalformedResponse("the stream ended without a finish_reason")
+        if self._finish in _FAILED:
+            raise ModelError(f"the server ended the generation with finish_reason {self._finish!r}", retryable=True)
+        if self._finish is not None and self._finish not in _FINISH:
+            raise ModelError(f"the server sent an unknown finish_reason {self._finish!r}")
+        events: list[StreamEvent] = []
         if self._scanner.hit is None:
             events.extend(self._text(self._scanner.flush()))
         if self._next_index == 0:  # an empty reply is an empty text block, as elsewhere
             self._text_index = self._open_block(events, BlockStart(0, "text"))
         events.extend(BlockStop(index) for index in sorted(self._open))
         self._open.clear()
-        events.append(MessageStop(self._stop_reason(), self._usage, self._scanner.hit or self._server_stop))
+        usage = self._usage if self._usage is not None else Usage(unknown_calls=1)
+        events.append(MessageStop(self._stop_reason(), usage, self._scanner.hit or self._server_stop))
         return events
 
     def _stop_reason(self) -> StopReason:
+        # A refusal or a cut (``length``) says more than the tool call it interrupted: a cut call's
+        # arguments are incomplete and must not run as if they were whole.
+        if self._finish in ("content_filter", "length"):
+            return _FINISH[self._finish]
         if self._tools:
             return StopReason.TOOL_USE
         if self._scanner.hit is not None or self._server_stop is not None:
@@ -272,11 +401,21 @@ class StreamMapper:
         return _FINISH.get(self._finish or "stop", StopReason.END_TURN)
 
 
+def _label(value: object) -> str:
+    """A chunk's ``id`` or ``model``: only a label in the record; anything but a string reads as none."""
+    return value if isinstance(value, str) else ""
+
+
 def _usage(usage: Any) -> Usage:
+    """The chunk's usage, checked: a count that is not a token count, or ``cached_tokens`` above
+    ``prompt_tokens``, is a ``MalformedResponse`` (it would corrupt usage and cost)."""
+    if isinstance(usage, str | int | float | list | bool):
+        raise MalformedResponse(f"usage is {usage!r}, not an object")
+    prompt = token_count(getattr(usage, "prompt_tokens", None), "usage.prompt_tokens")
+    completion = token_count(getattr(usage, "completion_tokens", None), "usage.completion_tokens")
     details = getattr(usage, "prompt_tokens_details", None)
-    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
-    return Usage(
-        input_tokens=(usage.prompt_tokens or 0) - cached,
-        output_tokens=usage.completion_tokens or 0,
-        cache_read_input_tokens=cached,
-    )
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    cached = 0 if cached is None else token_count(cached, "usage.prompt_tokens_details.cached_tokens")
+    if cached > prompt:
+        raise MalformedResponse(f"usage.prompt_tokens_details.cached_tokens {cached} > prompt_tokens {prompt}")
+    return Usage(input_tokens=prompt - cached, output_tokens=completion, cache_read_input_tokens=cached)

@@ -1,9 +1,12 @@
 """``task=alfworld``: household games on ALFWorld's text engine (Shridhar et al., 2021), as the ReAct
 paper's notebook played them (github:ysymyth/ReAct, alfworld.ipynb).
 
-- **Games.** The official data by path: ``task.data_dir`` (or ``$ALFWORLD_DATA``) pointing at a
-  download that holds ``json_2.1.1/<split>`` (``valid_unseen``: the paper's 134 out-of-distribution
-  games; ``valid_seen``; ``train``); ``alfworld.split`` picks the split. Games are read as
+- **Games.** The official data by path: ``data_dir=`` (the top-level setting, as for every task;
+  or ``$ALFWORLD_DATA``) pointing at a download that holds ``json_2.1.1/<split>`` (``valid_unseen``:
+  the paper's 134 out-of-distribution games; ``valid_seen``; ``train``); ``alfworld.split`` picks
+  the split. Every game folder is checked before the run (``check_game``): a file that is not a
+  JSON object, or lacks what the engine loads, is a one-line ``DataError`` naming it (exit 2), or
+  with ``alfworld.skip_bad_games=true`` left out and counted. Games are read as
   ``AlfredTWEnv`` reads them: folders with ``traj_data.json`` and a ``game.tw-pddl`` marked
   ``solvable``, of the six task types, not ``movable`` or ``Sliced``. Without a data folder, the
   generated games (``envs/alfworld/generate.py``): ``alfworld.games`` eval games on held-out floor
@@ -32,13 +35,14 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 from react_bench.environment import Example
 from react_bench.envs.alfworld.env import KINDS, ALFWorldFactory, alfworld_format
 from react_bench.errors import ConfigError, settings_of
+from react_bench.models.base import OPERATIONAL
 from react_bench.paths import cache_dir
 from react_bench.prompts import PromptSpec, _read
 from react_bench.runners.formats import LineFormat
@@ -68,6 +72,9 @@ class AlfworldConfig:
     games: int = 134  # generated eval games (the official valid_unseen has 134)
     train_games: int = 60  # generated train games (the project's exemplars come from them)
     seed: int = 0
+    # A game folder whose files cannot be read is refused before the run (exit 2, naming the
+    # first bad file); true: the run goes on without them, and says how many it left out.
+    skip_bad_games: bool = field(default=False, metadata=OPERATIONAL)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -134,10 +141,43 @@ def own_exemplars(env: AlfworldConfig) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def _description(gamefile: Path) -> str:
-    grammar = json.loads(gamefile.read_text(encoding="utf-8")).get("grammar", "")
-    match = re.search(r"Your task is to: (.*?)\.\"", grammar)
+def _description(game: Mapping[str, Any]) -> str:
+    match = re.search(r"Your task is to: (.*?)\.\"", str(game.get("grammar", "")))
     return match.group(1) if match else ""
+
+
+_GAME_TEXTS = ("pddl_domain", "grammar", "pddl_problem")  # what the engine loads from game.tw-pddl
+
+
+def _json_object(path: Path) -> dict[str, Any] | str:
+    """The file's JSON object, or why it is not one (a reason that names the file)."""
+    try:
+        value = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        return f"{path}: not UTF-8 text (a binary file?)"
+    except ValueError as exc:
+        return f"{path}: not JSON ({type(exc).__name__}: {str(exc)[:120]})"
+    except OSError as exc:
+        return f"{path}: cannot be read ({exc.strerror or exc})"
+    return value if isinstance(value, dict) else f"{path}: a JSON {type(value).__name__}, not an object"
+
+
+def check_game(game: Path) -> tuple[dict[str, Any], dict[str, Any]] | str:
+    """A game folder's ``traj_data.json`` and ``game.tw-pddl`` as objects, or why the folder
+    cannot be played (naming the file): each must be a JSON object, the trajectory with a
+    ``task_type``, the game with the PDDL domain, grammar and problem the engine loads."""
+    traj = _json_object(game / "traj_data.json")
+    if isinstance(traj, str):
+        return traj
+    if not isinstance(traj.get("task_type"), str):
+        return f"{game / 'traj_data.json'}: no task_type"
+    played = _json_object(game / "game.tw-pddl")
+    if isinstance(played, str):
+        return played
+    missing = [key for key in _GAME_TEXTS if not isinstance(played.get(key), str) or not played[key].strip()]
+    if missing:
+        return f"{game / 'game.tw-pddl'}: no {', '.join(missing)}"
+    return traj, played
 
 
 class AlfworldTask:
@@ -172,9 +212,9 @@ class AlfworldTask:
                 if folder.is_dir() and folder.name == env.split:
                     return folder
             raise DataError(f"alfworld: no {env.split} games under {root} (expected {root}/json_2.1.1/{env.split}); "
-                            "unset task.data_dir and $ALFWORLD_DATA for the generated games")  # fmt: skip
+                            "unset data_dir and $ALFWORLD_DATA for the generated games")  # fmt: skip
         if env.split == "valid_seen":
-            raise ConfigError("alfworld.split=valid_seen needs the official data (task.data_dir); the generated "
+            raise ConfigError("alfworld.split=valid_seen needs the official data (data_dir=); the generated "
                               "games have valid_unseen and train")  # fmt: skip
         return generated_split(env, env.split)
 
@@ -183,23 +223,29 @@ class AlfworldTask:
         if config.split == "paper500":
             raise ConfigError("task=alfworld has no paper500 split: alfworld.split chooses the games")
         folder = self.split_folder(config, env)
-        examples = []
+        examples, bad = [], []
         for traj_file in sorted(folder.rglob("traj_data.json")):
             game = traj_file.parent
             gamefile = game / "game.tw-pddl"
             if "movable" in str(game) or "Sliced" in str(game) or not gamefile.exists():
                 continue
-            traj = json.loads(traj_file.read_text(encoding="utf-8"))
-            if traj.get("task_type") not in KINDS or not json.loads(gamefile.read_text(encoding="utf-8")).get(
-                "solvable"
-            ):
+            checked = check_game(game)
+            if isinstance(checked, str):
+                bad.append(checked)
                 continue
-            examples.append(Example(str(game.relative_to(folder)), _description(gamefile), "",
+            traj, played = checked
+            if traj["task_type"] not in KINDS or not played.get("solvable"):
+                continue
+            examples.append(Example(str(game.relative_to(folder)), _description(played), "",
                                     {"task_type": traj["task_type"], "gamefile": str(gamefile.resolve()),
                                      "scene": (traj.get("scene") or {}).get("scene_num")}))  # fmt: skip
+        if bad and not env.skip_bad_games:
+            raise DataError(f"alfworld: {len(bad)} game(s) cannot be read; the first: {bad[0]} "
+                            "(alfworld.skip_bad_games=true runs without them)")  # fmt: skip
         if not examples:
             raise DataError(f"alfworld: no playable games under {folder}")
-        chosen, self.coverage = select(Pool.of(str(folder), examples), replace(config, split="all"))
+        chosen, coverage = select(Pool.of(str(folder), examples), replace(config, split="all"))
+        self.coverage = replace(coverage, left_out=tuple(bad)) if bad else coverage
         return chosen
 
     def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:

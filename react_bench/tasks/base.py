@@ -157,13 +157,17 @@ class Coverage:
     found: int
     missing: tuple[str, ...] = ()  # dev indices ("dev-3687") or ids, in requested order
     excluded: int = 0  # left out as few-shot exemplars
+    left_out: tuple[str, ...] = ()  # unreadable examples skipped on request (each: the file and why)
 
     def summary(self) -> str:
         if self.split == "ids":
             text = f"{self.found} of the {self.requested} ids asked for found in {self.source}"
         else:
             text = f"{self.found} of the {self.requested} examples of split {self.split} found in {self.source}"
-        return text + (f" ({self.excluded} exemplar ids left out)" if self.excluded else "")
+        text += f" ({self.excluded} exemplar ids left out)" if self.excluded else ""
+        if self.left_out:
+            text += f"; {len(self.left_out)} unreadable left out, the first: {self.left_out[0]}"
+        return text
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,11 @@ class WebShopTask(OneGroupPrompts):
             ) from None
         if response.status_code != 200:
             raise DataError(f"webshop: the server at {env.url} answered {response.status_code} for session {session}")
-        lines = [line.strip() for line in render(response.text, env.url, first_page=True).text.splitlines()]
+        try:
+            text = render(response.text, env.url, first_page=True).text
+        except (ValueError, TypeError, AttributeError):
+            text = ""  # a page the server cannot have meant: its episode ends in an error at reset, re-runnable
+        lines = [line.strip() for line in text.splitlines()]
         instruction = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("Instruction:")), "")
         return Example(session, instruction, "")
 

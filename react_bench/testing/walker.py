@@ -63,7 +63,7 @@ class Walk:
         return TextBlock(f"Step {step}."), ToolUseBlock(tool_id, name, {key: argument})
 
 
-def _after_label(text: str) -> str | None:
+def after_label(text: str) -> str | None:
     for label in _LABELS:
         if label in text:
             return text.rsplit(label, 1)[1].split("\n", 1)[0].strip()
@@ -91,14 +91,14 @@ class WalkingModel:
         if request.prompt is not None:  # the text runner: the prompt ends in "Thought k:"
             match = _RAW_STEP.search(request.prompt[-40:])
             label, step = (match.group(1), int(match.group(2))) if match else ("Thought", 1)
-            full = self.walk.text(_after_label(request.prompt) or "", step)
+            full = self.walk.text(after_label(request.prompt) or "", step)
             continuation = full.split(f"{label} {step}:", 1)[-1]  # the prompt ends where the model goes on
             text, hit = cut_at_stop(f"{continuation}\nObservation {step}: (none)", request.stop)
             content: tuple[Any, ...] = (TextBlock(text),)
             stop = StopReason.STOP_SEQUENCE if hit else StopReason.END_TURN
         else:
             at = _question_index(request.messages)
-            question = _after_label(request.messages[at].text) or ""
+            question = after_label(request.messages[at].text) or ""
             step = (len(request.messages) - at + 1) // 2  # question, then (assistant, results) per step
             content = self.walk.blocks(question, step, f"toolu_walk_{self.calls:06d}")
             stop, hit = StopReason.TOOL_USE, None
@@ -109,7 +109,7 @@ def _question_index(messages: tuple[Message, ...]) -> int:
     """The user message that asks the question (after any few-shot exemplar turns)."""
     found = 0
     for i, message in enumerate(messages):
-        if message.role == "user" and _after_label(message.text) is not None:
+        if message.role == "user" and after_label(message.text) is not None:
             found = i
     return found
 
@@ -127,7 +127,7 @@ def question_message(body: Mapping[str, Any]) -> int:
     """Index of the message that asks the question (after any few-shot exemplar turns)."""
     found = 0
     for i, message in enumerate(body["messages"]):
-        if message["role"] == "user" and _after_label(_wire_text(message["content"])) is not None:
+        if message["role"] == "user" and after_label(_wire_text(message["content"])) is not None:
             found = i
     return found
 
@@ -137,7 +137,7 @@ def turns_after_question(body: Mapping[str, Any]) -> int:
 
 
 def question_of(body: Mapping[str, Any]) -> str:
-    return _after_label(_wire_text(body["messages"][question_message(body)]["content"])) or ""
+    return after_label(_wire_text(body["messages"][question_message(body)]["content"])) or ""
 
 
 @dataclass(frozen=True)

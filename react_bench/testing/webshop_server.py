@@ -218,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         status, body = self.shop.respond(self.path)
-        data = body.encode("utf-8")
+        data = body if isinstance(body, bytes) else body.encode("utf-8")  # bytes: a test's hostile page
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))

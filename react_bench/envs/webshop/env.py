@@ -17,9 +17,12 @@ invalid (it allowed only the first page of results). One deliberate difference: 
 does not offer on the instruction page or a sub-page is ``Invalid action!`` (the notebook showed
 the page again).
 
-A server that cannot be reached, or answers with an error status, ends the example with reason
-``error`` (``EpisodeAbort``; re-run it with ``retry_errors=true``); a page that cannot be read is
-an ``is_error`` observation and the episode goes on. HTTP calls run in a worker thread.
+A server that cannot be reached, answers with an error status, or sends a page it cannot have
+meant (an empty body, binary bytes, HTML that is not the page asked for: an instruction page
+without its ``Search`` button, a results page without ``Back to Search``, an item page without
+``Buy Now``, a sub-page without ``< Prev``, a done page without a score) ends the example with
+reason ``error`` (``EpisodeAbort``; re-run it with ``retry_errors=true``): a fault of the server,
+never scored as the model's failure. HTTP calls run in a worker thread.
 """
 
 from __future__ import annotations
@@ -96,8 +99,7 @@ class WebShopEnv:
     async def reset(self, example: Example) -> Observation:
         self.session_id, self.state = example.id, Session()
         page = await self._show()
-        return Observation(page.text) if page is not None else Observation("The instruction page could not be read.",
-                                                                           is_error=True)  # fmt: skip
+        return Observation(page.text)
 
     async def step(self, action: Action) -> Observation:
         async with self._lock:  # one page at a time, in the order the calls came
@@ -122,8 +124,6 @@ class WebShopEnv:
             case ("item", "Buy Now"):
                 s.page_type = "end"
                 page = await self._show()
-                if page is None or page.reward is None:
-                    return Observation("The purchase page could not be read.", is_error=True, done=True)
                 return Observation(page.text, done=True, reward=page.reward)
             case ("search" | "item" | "item_sub", "Back to Search"):
                 self.state = Session()
@@ -137,16 +137,14 @@ class WebShopEnv:
                 s.page_type, s.asin, s.options = "item", asin, {}
             case ("item", value) if value in s.option_groups:
                 s.options[s.option_groups[value]] = value
-                page = await self._show()
-                return Observation(f"You have clicked {value}.", is_error=page is None)
+                await self._show()
+                return Observation(f"You have clicked {value}.")
             case _:
                 return Observation(INVALID, is_error=True)
         return await self._observe()
 
     async def _observe(self) -> Observation:
         page = await self._show()
-        if page is None:
-            return Observation("The page could not be read.", is_error=True)
         return Observation(page.text)
 
     def _path(self) -> str:
@@ -164,14 +162,19 @@ class WebShopEnv:
             case _:
                 return f"/done/{session}/{q(s.asin)}/{q(options)}"
 
-    async def _show(self) -> Page | None:
-        """Fetch and render the current page; record what it offers. None: the page is unreadable."""
+    async def _show(self) -> Page:
+        """Fetch and render the current page; record what it offers. A page that is not the one
+        asked for is the server's fault: ``EpisodeAbort``."""
         path = self._path()
         html = await run_blocking(self._get, path)
+        kind = self.state.page_type
         try:
-            page = render(html, self.url + _unquoted(path), first_page=self.state.page_type == "init")
-        except (ValueError, TypeError, AttributeError):
-            return None
+            page = render(html, self.url + _unquoted(path), first_page=kind == "init")
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise EpisodeAbort(f"the WebShop server sent a page that cannot be read for {path}: {exc}") from exc
+        if not _is_page(page, kind):
+            shown = " ".join(html.split())[:80]
+            raise EpisodeAbort(f"the WebShop server sent no {kind} page for {path} ({len(html)} characters: {shown!r})")
         if page.asins:
             self.state.asins = page.asins
         if page.options:
@@ -188,6 +191,16 @@ class WebShopEnv:
         if response.status_code != 200:
             raise EpisodeAbort(f"the WebShop server answered {response.status_code} for {path}")
         return response.text
+
+
+# What every page of a kind shows, on WebShop's own templates and the project's server alike.
+_MARKS = {"init": "Search", "search": "Back to Search", "item": "Buy Now", "item_sub": "< Prev"}
+
+
+def _is_page(page: Page, kind: str) -> bool:
+    if kind == "end":  # a score the page's own label bounds (NaN fails too)
+        return page.reward is not None and 0.0 <= page.reward <= 1.0
+    return _MARKS[kind] in page.buttons
 
 
 def _unquoted(path: str) -> str:
