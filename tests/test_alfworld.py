@@ -346,3 +346,24 @@ def test_eval_py_refuses_bad_games_in_one_line_and_data_dir_is_one_setting(
     assert wrong.returncode == 2 and "data_dir=" in wrong.stderr and "task.data_dir" in wrong.stderr
     assert "Traceback" not in wrong.stderr and len([x for x in wrong.stderr.splitlines() if x.strip()]) == 1
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("edit", [{"pddl_problem": "(define (problem broken"}, {"pddl_domain": "not pddl"},
+                                  {"grammar": "{not a grammar"}])  # fmt: skip
+async def test_a_game_the_engine_cannot_parse_is_an_error_on_its_example(
+    eval_games: list[Example], tmp_path: Path, edit: dict[str, str]
+) -> None:
+    """Files that read as JSON but hold PDDL or a grammar the engine cannot parse: found at reset
+    (parsing every game before the run would cost the engine's load per game), so the example
+    ends with reason error and names the file; the run goes on."""
+    from react_bench.environment import EpisodeAbort
+    from react_bench.envs.alfworld.env import ALFWorldEnv
+
+    folder = tmp_path / "game"
+    shutil.copytree(Path(eval_games[0].metadata["gamefile"]).parent, folder)
+    gamefile = folder / "game.tw-pddl"
+    gamefile.write_text(json.dumps({**json.loads(gamefile.read_text()), **edit}))
+    env = ALFWorldEnv()
+    with pytest.raises(EpisodeAbort, match="the engine cannot load .*game.tw-pddl"):
+        await env.reset(Example("g", "", "", {"gamefile": str(gamefile)}))
+    env.close()

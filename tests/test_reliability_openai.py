@@ -157,3 +157,17 @@ def test_the_stream_mapper_reads_only_choice_zero() -> None:
     response = collect(events)
     assert response.text == "Paris" and mapper.extra_choices == 2
     assert response.usage.unknown_calls == 1
+
+
+async def test_the_wait_a_server_asks_for_is_kept_on_the_error() -> None:
+    from react_bench.models.base import ModelError, ModelRequest
+    from react_bench.models.openai_compat import OpenAICompatClient, OpenAIConfig
+    from react_bench.testing.openai_server import Raw
+
+    limited = Raw(b'{"error": {"message": "slow down"}}', 429, "application/json", (("retry-after", "7"),))
+    with OpenAIServer(lambda path, body: limited) as server:
+        client = OpenAICompatClient(OpenAIConfig(name="m", base_url=server.base_url, key_env=None))
+        with pytest.raises(ModelError) as caught:
+            async for _ in client.stream(ModelRequest(prompt="Question: x\nThought 1:")):
+                pass
+    assert (caught.value.status, caught.value.retryable, caught.value.retry_after) == (429, True, 7.0)

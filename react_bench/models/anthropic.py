@@ -84,6 +84,7 @@ from react_bench.models.base import (
     ThinkingConfig,
     ToolSpec,
     adapt_request,
+    retry_after_s,
     token_count,
 )
 from react_bench.models.capabilities import min_cache_tokens, model_info
@@ -100,7 +101,8 @@ _SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
 
 # What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
 # Content-Encoding that lies), and what an unchecked None field raises in the mapping.
-_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, anthropic.APIResponseValidationError,
+_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError,
+                 anthropic.APIResponseValidationError,
                  httpx2.DecodingError)  # fmt: skip
 _CACHEABLE = frozenset({"text", "tool_use", "tool_result"})
 
@@ -519,22 +521,6 @@ def model_error(exc: anthropic.APIStatusError) -> ModelError:
         retryable=retryable,
         retry_after=retry_after_s(exc.response.headers) if exc.status_code >= 400 else None,
     )
-
-
-def retry_after_s(headers: Mapping[str, str]) -> float | None:
-    """The wait the server asked for: ``retry-after-ms``, else ``retry-after`` in seconds
-    (an HTTP date or anything unreadable: None, the caller's own backoff)."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if seconds >= 0 and seconds == seconds:  # not NaN
-            return seconds
-    return None
 
 
 # ------------------------------------------------------------------ SDK event -> StreamEvent

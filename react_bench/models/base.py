@@ -11,7 +11,7 @@ according to the model's ``ModelCapabilities`` and names them, so that a run can
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -67,6 +67,22 @@ def token_count(value: object, where: str) -> int:
     if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
         raise MalformedResponse(f"{where} is {value!r}, not a token count")
     return value
+
+
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """The wait the server asked for: ``retry-after-ms``, else ``retry-after`` in seconds
+    (an HTTP date or anything unreadable: None, the caller's own backoff)."""
+    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) / scale
+        except ValueError:
+            continue
+        if seconds >= 0 and seconds == seconds:  # not NaN
+            return seconds
+    return None
 
 
 class ModelRefused(ModelError):

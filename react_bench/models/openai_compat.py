@@ -57,6 +57,7 @@ from react_bench.models.base import (
     ModelRequest,
     ToolSpec,
     adapt_request,
+    retry_after_s,
     token_count,
 )
 from react_bench.models.deadline import Deadline
@@ -78,8 +79,8 @@ _FINISH = {"length": StopReason.MAX_TOKENS, "tool_calls": StopReason.TOOL_USE, "
            "eos": StopReason.END_TURN, "eos_token": StopReason.END_TURN,
            "stop_sequence": StopReason.STOP_SEQUENCE}  # fmt: skip
 _FAILED = frozenset({"abort", "error"})  # vLLM's finish reasons for a generation that failed: retried
-# What the SDK raises on bytes it cannot read (json, utf-8) and what a wrongly typed field raises.
-_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError)
+# What the SDK raises on bytes it cannot read (json, utf-8, nesting too deep) and a wrongly typed field.
+_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError)
 # The slowest rate a server is taken to stream at, and the longest it takes to start (the default deadline).
 _SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
 
@@ -199,7 +200,8 @@ class OpenAICompatClient:
         except openai.APIStatusError as exc:
             status = exc.status_code
             raise ModelError(f"{self.name}: HTTP {status}: {exc.message}", status=status,
-                             retryable=status in (408, 409, 429) or status >= 500) from exc  # fmt: skip
+                             retryable=status in (408, 409, 429) or status >= 500,
+                             retry_after=retry_after_s(exc.response.headers)) from exc  # fmt: skip
         except openai.APIConnectionError as exc:
             raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
         except openai.APIError as exc:  # an {"error": ...} object inside a 200 stream (vLLM, llama.cpp)

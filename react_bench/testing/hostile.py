@@ -114,11 +114,13 @@ def _non_utf8_delta(items: list[Item]) -> list[Item]:
 
 
 _NOT_JSON = b"event: content_block_delta\ndata: {not json\n\n"
+_TOO_DEEP = b"event: content_block_delta\ndata: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
 _COUNTS: dict[str, Any] = {"negative": -5, "10^15": 10**15, "41 digits": 10**40, "fractional": 1.5, "null": None,
                            "a word": "twelve", "the string 1e40": "1e40", "an object": {"n": 1}}  # fmt: skip
 
 SHAPES: tuple[Shape, ...] = (
     Shape("a data line that is not JSON, before message_stop", _insert_after("message_start", _NOT_JSON)),
+    Shape("a data line nested past the parser's depth", _insert_after("message_start", _TOO_DEEP)),
     Shape("a data line that is not JSON, after message_stop", _insert_after("message_stop", _NOT_JSON), "answered"),
     Shape("bytes that are not UTF-8 inside a delta", _non_utf8_delta),
     Shape(

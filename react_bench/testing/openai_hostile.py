@@ -100,6 +100,8 @@ SHAPES: tuple[Shape, ...] = (
     Shape("a data line that is not JSON", _insert(1, "not json {")),
     Shape("an HTML line in the stream", _insert(2, "<html><body>upstream error</body></html>")),
     Shape("bytes that are not UTF-8", _insert(1, b"\xff\xfe\x80 \xc3")),
+    Shape("JSON nested past the parser's depth", _insert(1, "[" * 100_000 + "]" * 100_000)),
+    Shape("a data line that is JSON null", _insert(1, "null")),
     Shape("an error object mid-stream", _insert(2, _ERROR)),
     Shape("an error object first", _insert(0, _ERROR)),
     Shape("choices null", _insert(1, {"id": "x", "object": "chunk", "created": 1, "model": "m", "choices": None})),
@@ -118,6 +120,12 @@ SHAPES: tuple[Shape, ...] = (
     Shape("a stream cut before its finish", lambda chunks: Chunks(tuple(chunks[:2]), done=False)),
     Shape("keep-alives past the deadline", lambda chunks: KeepAlive(for_s=30)),
     Shape("a 500", lambda chunks: Raw(json.dumps(_ERROR).encode(), status=500, content_type="application/json")),
+    Shape(
+        "a 429 with retry-after",
+        lambda chunks: Raw(
+            json.dumps(_ERROR).encode(), status=429, content_type="application/json", headers=(("retry-after", "0.01"),)
+        ),
+    ),  # fmt: skip
     Shape("finish_reason abort", _edit_choice(_finish_at, finish_reason="abort")),
     Shape("a second choice", _second_choice, "answered"),
     # the SDK reads the string "30" as 30, as the Anthropic SDK does: taken as it read it

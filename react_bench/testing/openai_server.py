@@ -47,6 +47,7 @@ class Raw:
     body: bytes
     status: int = 200
     content_type: str = "text/event-stream"
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ class OpenAIServer:
                 self.send_response(raw.status)
                 self.send_header("content-type", raw.content_type)
                 self.send_header("content-length", str(len(raw.body)))
+                for name, value in raw.headers:
+                    self.send_header(name, value)
                 self.end_headers()
                 try:
                     self.wfile.write(raw.body)

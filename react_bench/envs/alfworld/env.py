@@ -137,7 +137,11 @@ class ALFWorldEnv:
             raise EpisodeAbort(f"no game file {gamefile} for example {example.id}")
         self.close()
         self.game = Game(gamefile)
-        intro = await run_blocking(self.game.reset)
+        try:
+            intro = await run_blocking(self.game.reset)
+        except Exception as exc:  # PDDL or grammar the engine cannot parse: this game's fault, not the run's
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            raise EpisodeAbort(f"the engine cannot load {gamefile}: {type(exc).__name__}: {first}") from exc
         return Observation(first_observation(intro))
 
     async def step(self, action: Action) -> Observation:
