@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.envs.webshop.catalog import DEFAULT_GOALS, DEFAULT_PRODUCTS, Catalog  # noqa: E402
-from react_bench.testing.webshop_server import WebShopServer  # noqa: E402
+from react_bench.envs.webshop.server import WebShopServer  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-LOCAL = {"react_bench", "tests", "scripts", "benchlib"}  # the project's own modules
+LOCAL = {"react_bench", "tests", "scripts", "bench", "benchlib"}  # the project's own modules
 
 
 def _declared() -> set[str]:
@@ -24,7 +24,7 @@ def _declared() -> set[str]:
 def _imported() -> dict[str, str]:
     """top-level module -> a file that imports it"""
     found: dict[str, str] = {}
-    for folder in ("react_bench", "scripts", "tests"):
+    for folder in ("react_bench", "scripts", "bench", "tests"):
         for path in (REPO / folder).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):

@@ -1,4 +1,4 @@
-"""The peer benchmark's inspect_ai side (``scripts/peer_inspect.py``): inspect's ``react()`` on
+"""The peer benchmark's inspect_ai side (``bench/peer_inspect.py``): inspect's ``react()`` on
 react-bench's questions and wiki tools, through the real SDK against the Messages API server,
 answered by the walk (search a supporting page, then ``submit`` the gold answer)."""
 
@@ -26,7 +26,7 @@ async def test_inspect_react_answers_through_the_same_tools(tmp_path):
     golds = gold_answers(2)
     with MessagesServer(responder=Oracle(golds)) as server:
         done = subprocess.run(
-            [sys.executable, "scripts/peer_inspect.py", "--base-url", server.base_url, "--n", "2",
+            [sys.executable, "bench/peer_inspect.py", "--base-url", server.base_url, "--n", "2",
              "--concurrency", "2"],
             cwd=REPO, capture_output=True, text=True, timeout=300,
             env={**os.environ, "ANTHROPIC_API_KEY": "local-test-key-not-real", "INSPECT_LOG_DIR": str(tmp_path)},

@@ -3,6 +3,9 @@
 - The loop, the runners and the modes know no task and no environment: nothing under
   ``runners/``, nor ``loop.py`` or ``modes.py``, imports ``react_bench.envs`` or ``react_bench.tasks``.
 - The import graph between the package's modules has no cycle.
+- The stand-ins for tests (``react_bench.testing``) are imported by nothing else of the package:
+  what a run needs (the project's own WebShop server) lives beside its environment.
+- ``scripts/`` holds what a user runs; the project's self-benchmarks live in ``bench/``.
 """
 
 from __future__ import annotations
@@ -72,3 +75,18 @@ def test_the_import_graph_has_no_cycle() -> None:
     for module in sorted(GRAPH):
         if module not in state:
             visit(module)
+
+
+def test_nothing_but_the_tests_stand_ins_imports_them() -> None:
+    outside = [m for m in GRAPH if not m.startswith("react_bench.testing")]
+    assert len(outside) > 50
+    for module in outside:
+        bad = sorted(i for i in GRAPH[module] if i.startswith("react_bench.testing"))
+        assert not bad, f"{module} imports {bad}"
+
+
+def test_scripts_hold_no_benchmark() -> None:
+    scripts = PACKAGE.parent / "scripts"
+    bench = PACKAGE.parent / "bench"
+    assert not sorted(p.name for p in scripts.glob("bench*")), "benchmarks belong in bench/"
+    assert (bench / "README.md").is_file() and len(list(bench.glob("bench_*.py"))) >= 10

@@ -23,11 +23,11 @@ from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query,
 from react_bench.envs.webshop.env import INVALID, WebShopFactory, webshop_action
 from react_bench.envs.webshop.render import render
 from react_bench.envs.webshop.reward import reward
+from react_bench.envs.webshop.server import WebShopServer
 from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
-from react_bench.testing.webshop_server import WebShopServer
 from react_bench.types import ModelResponse, StopReason, TextBlock, ToolUseBlock
 from tests.support import REPO, composed, eval_py, records, run_dir_of
 
@@ -78,7 +78,7 @@ def test_a_page_reads_as_the_notebook_read_it() -> None:
 
 def test_the_project_server_renders_like_webshop(small: Catalog) -> None:
     """A results page of the project's own server, through the same renderer, as the rules say it reads."""
-    from react_bench.testing.webshop_server import Shop
+    from react_bench.envs.webshop.server import Shop
 
     shop, goal = Shop(small), small.goals[0]
     status, html = shop.respond(f"/search_results/{goal.session}/{goal_query(goal).replace(' ', '%20')}/1")

@@ -3,7 +3,7 @@
 - ``env.py``: the client (``WebShopEnv``), acting as the paper's notebook did, over any server
   that speaks WebShop's HTTP interface; ``render.py``: a page as the notebook read it.
 - ``catalog.py`` / ``reward.py``: the generated catalog and goals, and the reward formula, that
-  the project's own server (``testing/webshop_server.py``) serves offline.
+  the project's own server (``envs/webshop/server.py``) serves offline.
 
 ``WebShopConfig`` is the ``webshop`` section of ``configs/eval.yaml``: ``url`` (a WebShop server,
 e.g. ``http://localhost:3000``; ``null``: the project's own, started in process on a free port
@@ -47,7 +47,7 @@ class WebShopConfig:
 def start_server(config: WebShopConfig) -> Any:
     """The project's own WebShop server over the generated catalog, running (stop it when done)."""
     from react_bench.envs.webshop.catalog import Catalog
-    from react_bench.testing.webshop_server import WebShopServer
+    from react_bench.envs.webshop.server import WebShopServer
 
     return WebShopServer(Catalog.generate(config.seed, config.products, config.goals)).start()
 

@@ -1,7 +1,7 @@
 """WebShop as an environment: an HTTP client of a WebShop server, acting as the paper's notebook did.
 
 One ``WebShopEnv`` per episode (a session, ``fixed_i``); the server (WebShop itself at
-``webshop.url``, or the project's own, ``testing/webshop_server.py``) holds the products and
+``webshop.url``, or the project's own, ``envs/webshop/server.py``) holds the products and
 scores the purchase. The episode's state is the notebook's ``webshopEnv`` state: the page type
 (``init``, ``search``, ``item``, ``item_sub``, ``end``), the query, the page number, the ASIN,
 the options chosen, the sub-page, and what the last page offered (its ASINs, its options).

@@ -21,8 +21,8 @@ import httpx2
 from react_bench.environment import Action, Example
 from react_bench.envs.webshop.catalog import Catalog, Goal
 from react_bench.envs.webshop.env import WebShopEnv
+from react_bench.envs.webshop.server import Shop
 from react_bench.runners.formats import LineFormat
-from react_bench.testing.webshop_server import Shop
 
 
 def _client(catalog: Catalog) -> httpx2.Client:

@@ -1,8 +1,8 @@
 """Episodes on Ray (``executor=ray``): ALFWorld throughput with one and two worker nodes, and the
 driver's own cost per episode.
 
-    python scripts/bench_ray.py            # measures, writes results/bench/ray.{json,md}
-    python scripts/bench_ray.py --render   # the page again from the stored JSON
+    python bench/bench_ray.py            # measures, writes results/bench/ray.{json,md}
+    python bench/bench_ray.py --render   # the page again from the stored JSON
 
 A real local cluster (``react_bench.testing.ray_cluster``: a head with no CPU and one or two
 worker nodes of one CPU each, separate ``ray start`` processes), ALFWorld's generated eval
@@ -165,7 +165,7 @@ def render_page(result: dict[str, Any]) -> str:
         f"{result['episodes']} episodes a run, on a real local Ray cluster (a head with no CPU, worker nodes of one "
         f"CPU each, each a `ray start` process). The driver is the benchmark's process. Steady state: from the "
         f"k-th episode written to the last (k workers), medians of {result['repeats']} alternating repeats "
-        "(`python scripts/bench_ray.py`).",
+        "(`python bench/bench_ray.py`).",
         "",
         "| worker nodes | episodes/s | driver CPU per episode | of which Ray's background | overhead per episode |",
         "|---|---|---|---|---|",

@@ -3,7 +3,7 @@ files, the walk plans, and a Messages API server in its own process.
 
 Each benchmark writes ``results/bench/<name>.json`` (figures, ``environment``, ``checks``: a
 list of ``{"name", "value", "goal", "ok"}``, one per target) and ``<name>.md`` (the same for a
-reader). ``scripts/bench_readme.py`` gathers every JSON into ``results/bench/README.md``.
+reader). ``bench/bench_readme.py`` gathers every JSON into ``results/bench/README.md``.
 
 The server runs in a separate process (``ServerProcess``), so that the benchmark's CPU
 figures are the client's alone, as they would be against the real API.

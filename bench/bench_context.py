@@ -1,4 +1,4 @@
-"""Context growth and its remedies, measured: ``python scripts/bench_context.py [--local-n 20]``.
+"""Context growth and its remedies, measured: ``python bench/bench_context.py [--local-n 20]``.
 
 Writes ``results/bench/context.{md,json,png}``. HotpotQA ReAct episodes run to 7 steps (a model
 that keeps searching; under ``subagent`` it delegates each step with ``research[...]``, whose
@@ -150,7 +150,7 @@ def checks(rows: dict[str, Any]) -> list[dict[str, Any]]:
 
 def render(result: dict[str, Any]) -> str:
     lines = ["# Context growth: the remedies measured", "",
-             f"Measured {result['date']} by `python scripts/bench_context.py` ({result['environment']}).",
+             f"Measured {result['date']} by `python bench/bench_context.py` ({result['environment']}).",
              "HotpotQA ReAct to 7 steps, text runner, 20 questions per remedy, real SDK against the project's",
              f"Messages API server ({MODEL}: documented cache rules). Inner episodes and summary calls included.", "",
              "| remedy | input tokens per turn, steps 1-7 (caching on) | billed input / episode, on | off |",

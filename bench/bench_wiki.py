@@ -1,7 +1,7 @@
 """Benchmark the local wiki: build throughput and search latency, HotpotQA and synthetic 1M.
 
-    python scripts/bench_wiki.py                  # writes results/bench/wiki.{md,json}
-    python scripts/bench_wiki.py --docs 100000    # a smaller synthetic corpus
+    python bench/bench_wiki.py                  # writes results/bench/wiki.{md,json}
+    python bench/bench_wiki.py --docs 100000    # a smaller synthetic corpus
 
 Targets (issues 3 and 16): search p50 <= 2 ms on the 6.6k-page HotpotQA wiki and <= 20 ms
 on 1M documents, for whole-question queries and for all query sets pooled; build >= 20k
@@ -262,7 +262,7 @@ def render_markdown(result: dict) -> str:
         "# Local wiki benchmark",
         "",
         (
-            f"Written by `scripts/bench_wiki.py` on {env['date']}: Python {env['python']}, "
+            f"Written by `bench/bench_wiki.py` on {env['date']}: Python {env['python']}, "
             f"SQLite {env['sqlite']}, {env['cpus']} CPUs ({env['platform']}), shared with other work: "
             f"1-minute load average {env['load_average_1m_at_start']} at the start, "
             f"{env['load_average_1m_at_end']} at the end. Build CPU time counts all threads (SQLite "

@@ -1,7 +1,7 @@
 """Benchmark memory over a long run: resident set size from start to summary.
 
-    python scripts/bench_memory.py                   # writes results/bench/memory.{md,json}
-    python scripts/bench_memory.py --examples 1000   # quicker
+    python bench/bench_memory.py                   # writes results/bench/memory.{md,json}
+    python bench/bench_memory.py --examples 1000   # quicker
 
 One ``evaluate`` of ``--examples`` HotpotQA questions (split=all), mode=react, the text
 runner, the offline wiki, concurrency 8, with the in-process walker (no latency, 7 steps per
@@ -126,7 +126,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         environment_line(result["environment"]),
         "",
-        f"Produced by `python scripts/bench_memory.py`: {r['examples']} HotpotQA examples, mode=react, text runner, "
+        f"Produced by `python bench/bench_memory.py`: {r['examples']} HotpotQA examples, mode=react, text runner, "
         f"offline wiki, concurrency 8, the in-process walker (7 steps each); {r['wall_s']} s, examples.jsonl "
         f"{r['examples_jsonl_mb']} MB.",
         "",

@@ -1,7 +1,7 @@
 """WebShop on the project's own server: page latency, the client's render time, the whole step.
 
-    python scripts/bench_webshop.py            # measures, writes results/bench/webshop.{json,md}
-    python scripts/bench_webshop.py --render   # the page again from the stored JSON
+    python bench/bench_webshop.py            # measures, writes results/bench/webshop.{json,md}
+    python bench/bench_webshop.py --render   # the page again from the stored JSON
 
 The oracle's episodes (search the goal's words, open the product, choose its options, buy) on
 the first ``--goals`` goals of the default catalog (2,000 products), through ``WebShopEnv``
@@ -30,7 +30,7 @@ NAME = "webshop"
 
 def _serve(conn: Any) -> None:
     from react_bench.envs.webshop.catalog import Catalog
-    from react_bench.testing.webshop_server import WebShopServer
+    from react_bench.envs.webshop.server import WebShopServer
 
     server = WebShopServer(Catalog.generate()).start()
     conn.send(server.url)
@@ -117,7 +117,7 @@ def render_page(result: dict[str, Any]) -> str:
         "",
         "The oracle's episodes on the first "
         f"{result['goals']} goals of the default catalog (2,000 products), client in this process, server in "
-        "its own (`python scripts/bench_webshop.py`). Every episode bought the goal with reward 1.",
+        "its own (`python bench/bench_webshop.py`). Every episode bought the goal with reward 1.",
         "",
         "| per step | median ms | p90 ms | samples |",
         "|---|---|---|---|",

@@ -1,6 +1,6 @@
 """Prompt caching, measured: billed-equivalent input tokens with caching on and off.
 
-    python scripts/bench_tokens.py            # writes results/bench/tokens.{md,json}
+    python bench/bench_tokens.py            # writes results/bench/tokens.{md,json}
 
 HotpotQA ReAct episodes that search for all 7 steps (a model that never answers, so every
 episode is as long as the protocol allows) through the real SDK against the project's
@@ -125,7 +125,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         "# Prompt caching: billed-equivalent input tokens, on vs off",
         "",
-        f"Measured {result['date']} by `python scripts/bench_tokens.py` ({result['environment']}).",
+        f"Measured {result['date']} by `python bench/bench_tokens.py` ({result['environment']}).",
         "HotpotQA ReAct, 7 steps every episode (a model that keeps searching), real SDK against the",
         "project's Messages API server with Anthropic's documented cache rules. Billed-equivalent",
         "input = uncached + 1.25 x writes + 0.1 x reads.",

@@ -1,6 +1,6 @@
 """inspect_ai's ``react()`` agent on react-bench's work, for ``bench_peers.py`` (one process per run).
 
-    python scripts/peer_inspect.py --base-url URL --n 64 --concurrency 16 --caching on
+    python bench/peer_inspect.py --base-url URL --n 64 --concurrency 16 --caching on
 
 The same HotpotQA questions as ``eval.py task=hotpotqa n=N`` (the offline split while it has
 enough), each asked as ``Question: ...``; the same two wiki tools, with react-bench's own names,

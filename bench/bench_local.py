@@ -1,6 +1,6 @@
 """Benchmark the embedded model on a 7-step ReAct episode, with and without KV prefix reuse.
 
-    python scripts/bench_local.py [--model smollm2-135m] [--repeats 2] [--out results/bench]
+    python bench/bench_local.py [--model smollm2-135m] [--repeats 2] [--out results/bench]
 
 The episode is HotpotQA-shaped: the paper's HotpotQA ReAct prompt (``webthink_simple6``,
 loaded by path from the offline data, never copied) and a dev question from the offline

@@ -1,7 +1,7 @@
 """ALFWorld on the real text engine: game build rate, reset and step time, the harness's share.
 
-    python scripts/bench_alfworld.py            # measures, writes results/bench/alfworld.{json,md}
-    python scripts/bench_alfworld.py --render   # the page again from the stored JSON
+    python bench/bench_alfworld.py            # measures, writes results/bench/alfworld.{json,md}
+    python bench/bench_alfworld.py --render   # the page again from the stored JSON
 
 - build rate: generated games kept per minute (each checked by the package's expert), for a seed
   no cache holds, with one worker process per CPU;
@@ -170,7 +170,7 @@ def render_page(result: dict[str, Any]) -> str:
     lines = [
         "# ALFWorld on the real text engine",
         "",
-        f"Generated games (`python scripts/bench_alfworld.py`): {result['games']} eval games, each played by the "
+        f"Generated games (`python bench/bench_alfworld.py`): {result['games']} eval games, each played by the "
         "package's expert to its win.",
         "",
         "| figure | median | p90 | samples |",

@@ -1,7 +1,7 @@
 """Benchmark throughput against the ideal: concurrency, model latency and a rate limit.
 
-    python scripts/bench_concurrency.py               # writes results/bench/concurrency.{md,json}
-    python scripts/bench_concurrency.py --examples 50 --levels 1 4   # quicker
+    python bench/bench_concurrency.py               # writes results/bench/concurrency.{md,json}
+    python bench/bench_concurrency.py --examples 50 --levels 1 4   # quicker
 
 The project's Messages API server runs in its own process with a fixed latency (``--latency``,
 1 s: every reply waits that long before its first byte) and a requests-per-minute limit
@@ -123,7 +123,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         environment_line(result["environment"]),
         "",
-        f"Produced by `python scripts/bench_concurrency.py`: the Messages API server in its own process with "
+        f"Produced by `python bench/bench_concurrency.py`: the Messages API server in its own process with "
         f"{s['latency_s']} s latency and a limit of {s['rpm']} requests per minute; tool-use runner, {CALLS} calls "
         "per example, through the Claude client and the official SDK. The run's ideal is examples / the shortest "
         "possible time (waves of examples, or requests spaced by the limit); the steady ideal is "

@@ -1,7 +1,7 @@
 """Benchmark the harness's own time per step: what it adds to every model call.
 
-    python scripts/bench_loop.py                 # writes results/bench/loop.{md,json}
-    python scripts/bench_loop.py --episodes 200  # quicker, noisier
+    python bench/bench_loop.py                 # writes results/bench/loop.{md,json}
+    python bench/bench_loop.py --episodes 200  # quicker, noisier
 
 What is measured (HotpotQA, mode=react, the offline wiki, 7-step walks that search the
 questions' real supporting pages, look up, and finish; ``react_bench.testing.walker``):
@@ -297,7 +297,7 @@ def render(result: dict[str, Any]) -> str:
         "",
         environment_line(result["environment"]),
         "",
-        "Produced by `python scripts/bench_loop.py`. HotpotQA, mode=react, the offline wiki, walks of "
+        "Produced by `python bench/bench_loop.py`. HotpotQA, mode=react, the offline wiki, walks of "
         f"{STEPS} steps (search, lookup, ..., finish) over each question's real supporting pages.",
         "",
         *checks_markdown(result["checks"]),

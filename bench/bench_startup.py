@@ -1,6 +1,6 @@
 """Benchmark start-up: from process start to the first model call, and what is imported.
 
-    python scripts/bench_startup.py              # writes results/bench/startup.{md,json}
+    python bench/bench_startup.py              # writes results/bench/startup.{md,json}
 
 Two paths, each run ``--runs`` times after one untimed run (which fills the OS page cache and
 the project's on-disk caches, as any second run of a study finds them):
@@ -163,7 +163,7 @@ def import_times(args: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
 
 def render(result: dict[str, Any]) -> str:
     lines = ["# Start-up: process start to the first model call", "", environment_line(result["environment"]), "",
-             "Produced by `python scripts/bench_startup.py`.", "", *checks_markdown(result["checks"]), "",
+             "Produced by `python bench/bench_startup.py`.", "", *checks_markdown(result["checks"]), "",
              "| path | runs | median (s) | min (s) | max (s) | heavy packages imported |",
              "|---|---|---|---|---|---|"]  # fmt: skip
     for path, r in result["paths"].items():

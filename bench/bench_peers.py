@@ -1,7 +1,7 @@
 """Peers: react-bench against inspect_ai's ``react()`` agent on the same work, side by side.
 
-    python scripts/bench_peers.py               # writes results/bench/peers.{md,json}
-    python scripts/bench_peers.py --repeats 1   # quicker, noisier
+    python bench/bench_peers.py               # writes results/bench/peers.{md,json}
+    python bench/bench_peers.py --repeats 1   # quicker, noisier
 
 The work: HotpotQA questions of the offline split, each solved in two model calls (search one of
 its supporting pages, then answer) with the same two wiki tools (react-bench's ``WikiEnv`` behind
@@ -9,7 +9,7 @@ both: same names, descriptions, parameters and observations), zero-shot (inspect
 exemplars: react-bench runs ``runner=tool_use shots=0``), answered by the project's Messages API
 server in a process of its own (a listen backlog of 512, so 64 clients connect at once) through
 the official SDK. Each run is a fresh process of its system: ``scripts/eval.py`` for react-bench,
-``scripts/peer_inspect.py`` (inspect's ``eval()`` with its Anthropic provider) for inspect.
+``bench/peer_inspect.py`` (inspect's ``eval()`` with its Anthropic provider) for inspect.
 
 Cells: model latency 0.2 s and 1.0 s x concurrency 1, 16, 64 (16 questions at concurrency 1,
 64 above), ``--repeats`` runs of each system per cell, the systems alternating (which goes first
@@ -69,7 +69,7 @@ def command(system: str, base_url: str, n: int, concurrency: int, caching: bool,
                 "shots=0", f"model={MODEL}", f"model.base_url={base_url}", f"model.api_key_env={KEY_ENV}",
                 f"model.prompt_caching={str(caching).lower()}", f"n={n}", f"concurrency={concurrency}",
                 f"results_dir={results}", "show=none", "progress=false", "cache=false"]  # fmt: skip
-    return [sys.executable, str(REPO / "scripts" / "peer_inspect.py"), "--base-url", base_url, "--n", str(n),
+    return [sys.executable, str(REPO / "bench" / "peer_inspect.py"), "--base-url", base_url, "--n", str(n),
             "--concurrency", str(concurrency), "--caching", "on" if caching else "off"]  # fmt: skip
 
 
@@ -165,7 +165,7 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
 def render(result: dict[str, Any]) -> str:
     lines = ["# Peers: react-bench and inspect_ai's react() on the same work", "",
              environment_line(result["environment"]), "",
-             f"Produced by `python scripts/bench_peers.py` ({result['repeats']} runs of each system per cell, "
+             f"Produced by `python bench/bench_peers.py` ({result['repeats']} runs of each system per cell, "
              f"medians; inspect_ai {result['inspect_version']}). HotpotQA, two model calls per question (search, "
              "answer), the same wiki tools, zero-shot, the project's Messages API server in its own process.", "",
              *checks_markdown(result["checks"]), "",
