@@ -39,6 +39,7 @@ from react_bench.events import (
     ToolExecutionFinished,
     ToolExecutionStarted,
 )
+from react_bench.record import ExampleRecord
 
 Show = Literal["summary", "trajectories", "none"]
 SHOWS: tuple[str, ...] = get_args(Show)
@@ -84,17 +85,16 @@ class ProgressBar:
         text = "; ".join(t for t in (self._figures, f"now: {live}" if live else "") if t)
         self._bar.set_postfix_str(text, refresh=refresh)
 
-    def update(self, record: dict[str, Any]) -> None:
+    def update(self, record: ExampleRecord) -> None:
         self._n += 1
-        self._right += bool(record.get("correct"))
-        usage = record.get("usage") or {}
-        self._tokens += sum(int(v or 0) for v in usage.values())
-        cost = record.get("cost_usd")
+        self._right += record.correct
+        self._tokens += record.usage.total_input_tokens + record.usage.output_tokens
+        cost = record.cost_usd
         self._cost = None if cost is None or self._cost is None else self._cost + cost
         cost_text = "unknown" if self._cost is None else f"${self._cost:.4f}"
         score = f"{100 * self._right / self._n:.1f}%"
         self._figures = f"score {score}, tokens {self._tokens}, cost {cost_text}"
-        self._steps.pop(str(record.get("id")), None)
+        self._steps.pop(record.id, None)
         self._show(refresh=False)
         self._bar.update(1)
 

@@ -39,6 +39,7 @@ from typing import Any, Literal, assert_never, get_args
 from react_bench.environment import Action, Environment, Example, Observation, string_action
 from react_bench.errors import ConfigError
 from react_bench.models.base import ModelClient, ModelRequest, ToolSpec, generate
+from react_bench.record import Episode
 from react_bench.types import Message, TextBlock, ToolResultBlock, ToolUseBlock, Usage
 
 Remedy = Literal["full", "truncate", "compact", "subagent", "window"]
@@ -220,7 +221,7 @@ class SubagentEnv:
     def __init__(self, env: Environment, run_inner: Callable[[str], Awaitable[Any]]):
         self.env = env
         self.run_inner = run_inner
-        self.episodes: list[dict[str, Any]] = []
+        self.episodes: list[Episode] = []
         self.usage = Usage()
         self.calls = 0
 
@@ -254,7 +255,7 @@ class SubagentEnv:
         if not question.strip():
             return Observation("Research needs a question.", is_error=True)
         outcome = await self.run_inner(question)
-        self.episodes += [{**e, "route": "subagent"} for e in outcome.episodes]
+        self.episodes += [replace(e, route="subagent") for e in outcome.episodes]
         self.usage = self.usage + outcome.usage
         self.calls += outcome.stats.calls
         conclusion = outcome.prediction.strip() or "the helper found no answer"

@@ -30,7 +30,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -48,6 +48,7 @@ from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
+from react_bench.record import ExampleRecord
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.runners.common import DELTAS
@@ -342,9 +343,9 @@ class Run:
                 solved = await solve(example, sink)
                 record = self.record(example, solved, batched)
                 if budget is not None:
-                    await budget.done(example.id, record["cost_usd"])
+                    await budget.done(example.id, record.cost_usd)
                 cassette = cassette_line(example.id, solved.calls, cassette_kind)
-                lines = rundir.json_line(record), rundir.json_line(cassette)
+                lines = rundir.json_line(record.to_dict()), rundir.json_line(cassette)
             # The next example may start while these lines go to disk; this one counts once they are there.
             await writer.write(*lines)
             finished += 1
@@ -352,7 +353,7 @@ class Run:
             if on_event is not None:
                 outcome = solved.outcome
                 progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
-                                       record["correct"], outcome.reason)  # fmt: skip
+                                       record.correct, outcome.reason)  # fmt: skip
                 on_event(example.id, progress)
 
         # The model's text fragments become events only for a sink that reads them (the examples'
@@ -380,20 +381,22 @@ class Run:
                 pool.close()
         return finished
 
-    def record(self, example: Example, solved: Solved, batched: set[str]) -> dict[str, Any]:
+    def record(self, example: Example, solved: Solved, batched: set[str]) -> ExampleRecord:
         """The example's line of examples.jsonl."""
         outcome, counts, calls = solved.outcome, solved.counts, solved.calls
         scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
-        record = example_record(example, outcome, scores, self.task.info.primary_metric)
-        record["wall_s"] = round(solved.wall_s, 4)  # the example's own time, environment and model together
-        record["retries"] = counts.get("retries", 0)  # transient faults survived (models.retrying)
-        record["request_cache"] = {"hits": counts.get("cache_hits", 0), "misses": counts.get("cache_misses", 0)}
-        record["cache_write_failures"] = counts.get("cache_write_failures", 0)
-        record["stop_reasons"] = stop_reason_counts(calls)  # every call's, as the API gave it
-        record["cost_usd"], record["saved_usd"] = _costs(self.model.name, calls, solved.cached, batched)
-        if solved.worker is not None:
-            record["worker"] = solved.worker  # the Ray node and process (executor=ray)
-        return record
+        spent, saved = _costs(self.model.name, calls, solved.cached, batched)
+        return replace(
+            example_record(example, outcome, scores, self.task.info.primary_metric),
+            wall_s=round(solved.wall_s, 4),
+            retries=counts.get("retries", 0),
+            request_cache={"hits": counts.get("cache_hits", 0), "misses": counts.get("cache_misses", 0)},
+            cache_write_failures=counts.get("cache_write_failures", 0),
+            stop_reasons=stop_reason_counts(calls),
+            cost_usd=spent,
+            saved_usd=saved,
+            worker=solved.worker,
+        )
 
 
 def _caching(cfg: RunConfig) -> tuple[bool, int]:
@@ -444,30 +447,30 @@ def _costs(model: str, calls: list[Any], cached: set[str], batched: set[str]) ->
     return spent, saved
 
 
-def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> dict[str, Any]:
-    return {
-        "id": example.id,
-        "question": example.question,
-        "gold": example.gold,
-        "prediction": outcome.prediction,
-        "correct": scores[primary_metric] >= 1.0,  # HotpotQA: EM; FEVER: label accuracy; games: success
-        **scores,
-        "reward": outcome.reward,
-        "steps": outcome.steps,
-        "reason": outcome.reason,
-        "route": outcome.route,
-        "backoff": outcome.backoff,
-        "error": outcome.error,
-        "usage": outcome.usage.to_dict(),
-        "calls": outcome.stats.calls,
-        "bad_calls": outcome.stats.bad_calls,
-        "repairs": outcome.stats.repairs,
-        "replaced_chars": outcome.stats.replaced_chars,
-        "samples": outcome.samples,
-        "vote": asdict(outcome.vote) if outcome.vote else None,
-        "metadata": _jsonable(example.metadata),
-        "trajectory": outcome.episodes,
-    }
+def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> ExampleRecord:
+    return ExampleRecord(
+        id=example.id,
+        question=example.question,
+        gold=example.gold,
+        prediction=outcome.prediction,
+        correct=scores[primary_metric] >= 1.0,  # HotpotQA: EM; FEVER: label accuracy; games: success
+        scores=scores,
+        reward=outcome.reward,
+        steps=outcome.steps,
+        reason=outcome.reason,
+        route=outcome.route,
+        backoff=outcome.backoff,
+        error=outcome.error,
+        usage=outcome.usage,
+        calls=outcome.stats.calls,
+        bad_calls=outcome.stats.bad_calls,
+        repairs=outcome.stats.repairs,
+        replaced_chars=outcome.stats.replaced_chars,
+        samples=tuple(outcome.samples),
+        vote=outcome.vote,
+        metadata=_jsonable(example.metadata),
+        trajectory=tuple(outcome.episodes),
+    )
 
 
 def _env_settings(env: Any) -> dict[str, Any] | None:

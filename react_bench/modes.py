@@ -49,6 +49,7 @@ from react_bench.loop import EpisodeResult, LoopConfig, run_episode, run_to_end
 from react_bench.metrics import normalize_answer
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
+from react_bench.record import Episode, Vote
 from react_bench.runners.common import Sampling, StepStats
 from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_grammar
 from react_bench.runners.parsing import ParserName
@@ -142,13 +143,6 @@ class SolveSettings:
             raise ConfigError(f"cot_sc_samples={self.cot_sc_samples}: must be at least 1")
 
 
-@dataclass(frozen=True)
-class Vote:
-    answer: str
-    count: int
-    total: int
-
-
 def majority_vote(answers: Sequence[str]) -> Vote:
     """Majority over normalised answers; empty answers abstain; ties go to the earliest."""
     groups: dict[str, list[int]] = {}
@@ -176,7 +170,7 @@ class Outcome:
     backoff: bool = False
     samples: list[str] = field(default_factory=list)
     vote: Vote | None = None
-    episodes: list[dict[str, Any]] = field(default_factory=list)
+    episodes: list[Episode] = field(default_factory=list)
     stats: StepStats = field(default_factory=StepStats)
 
 
@@ -305,6 +299,25 @@ class Solver:
         return ToolUsePolicy(self.model, prompt, first, actions, self.text_format, style, s.thinking,
                              s.tool_max_tokens, s.temperature, s.shots, context=view, last_step=last)  # fmt: skip
 
+    def replayed_request(self, example: Example, episode: Episode, step: int) -> ModelRequest:
+        """The request the agent sent at ``step`` of a recorded episode, rebuilt from the record
+        alone (the first observation, then the history of the steps before it), the whole history
+        in view (``context=full``): a trajectory replayed into exactly what the model received."""
+        if episode.first_observation is None:
+            raise ValueError(f"episode {episode.route!r} of {example.id} was recorded without its first observation")
+        if episode.route not in ("react", "act"):
+            raise ValueError(f"route {episode.route!r} is not an agent episode (react or act)")
+        env = self._new_env()
+        try:
+            actions = env.actions()
+        finally:
+            close = getattr(env, "close", None)
+            if close is not None:
+                close()
+        style: Literal["react", "act"] = "act" if episode.route == "act" else "react"
+        policy = self._agent_policy(example, episode.first_observation, style, actions)
+        return policy.request_at(episode.messages()[: 2 * (step - 1)], step)
+
     def _new_env(self) -> Environment:
         if self.env_factory is None:
             raise ValueError(f"mode {self.settings.mode} needs an environment")
@@ -326,7 +339,7 @@ class Solver:
     ) -> Outcome:
         policy = self._answer_policy(question, style, sampling)
         result = await self._episode(policy, _NoEnv(), LoopConfig(max_steps=1), on_event)
-        return _outcome(result, style, policy.stats)
+        return _outcome(result, style, policy.stats, question)  # no environment: the question is what it saw
 
     async def _cot_sc(self, question: str, on_event: EventSink | None) -> Outcome:
         samples: list[Outcome] = []
@@ -365,7 +378,7 @@ class Solver:
             close = getattr(env, "close", None)  # an environment that holds resources for its episode
             if close is not None:
                 close()
-        outcome = _outcome(result, style, policy.stats)
+        outcome = _outcome(result, style, policy.stats, first.text)
         if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
             outcome.episodes += subagent.episodes
             outcome.usage = outcome.usage + subagent.usage
@@ -394,12 +407,13 @@ class _NoEnv:
 _DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
 
 
-def _outcome(result: EpisodeResult, route: str, stats: StepStats) -> Outcome:
-    episode = {
-        "route": route,
-        "history": [message_to_dict(m) for m in result.history],
-        "events": [event_to_dict(e) for e in result.events if not isinstance(e, _DELTAS)],
-    }
+def _outcome(result: EpisodeResult, route: str, stats: StepStats, first_observation: str) -> Outcome:
+    episode = Episode(
+        route=route,
+        history=tuple(message_to_dict(m) for m in result.history),
+        events=tuple(event_to_dict(e) for e in result.events if not isinstance(e, _DELTAS)),
+        first_observation=first_observation,
+    )
     return Outcome(
         prediction=result.answer,
         route=route,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.metrics import groundable, grounded, score_ci
+from react_bench.record import ExampleRecord
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -27,15 +28,23 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
     return list(iter_records(run_dir))
 
 
-def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
-    """The records of ``examples.jsonl`` one at a time (a run's file can be large)."""
+def iter_example_records(run_dir: Path) -> Iterator[ExampleRecord]:
+    """The records of ``examples.jsonl`` one at a time (a run's file can be large), typed and
+    upgraded from whatever version wrote them (``record.ExampleRecord.from_dict``): the one
+    place a run's lines are read."""
     path = Path(run_dir) / "examples.jsonl"
     if not path.exists():
         return
     with path.open(encoding="utf-8") as f:
         for line in f:
             if line.strip():
-                yield json.loads(line)
+                yield ExampleRecord.from_dict(json.loads(line))
+
+
+def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The same records as dicts in the current layout (pandas, and readers by key)."""
+    for record in iter_example_records(run_dir):
+        yield record.to_dict()
 
 
 _SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", "retries", "request_cache",

@@ -60,7 +60,7 @@ async def test_truncate_sends_stubs_for_old_observations_and_keeps_the_history(s
     assert "It lies at 300 m" in sent_text(full_model.requests[4])  # the full run resends step 1's page
     assert "It lies at 300 m" not in last.split("[observation of step 2")[0].split("Gamma is a village")[0]
     # the stored history is the full run's, byte for byte
-    assert json.dumps(cut.episodes[0]["history"]) == json.dumps(full.episodes[0]["history"])
+    assert json.dumps(cut.episodes[0].history) == json.dumps(full.episodes[0].history)
     assert cut.prediction == full.prediction == "12 km"
     if runner == "tool_use":  # thinking blocks and their signatures go back unchanged
         sent = [b for m in cut_model.requests[4].messages for b in m.content if isinstance(b, ThinkingBlock)]
@@ -102,7 +102,7 @@ async def test_compact_replaces_old_turns_with_one_counted_summary(scripted, wik
     assert "(Summary of steps 1-" in sent_text(after) and summary in sent_text(after)
     assert "It lies at 300 m" not in sent_text(after)  # step 1's page is no longer sent
     assert outcome.stats.calls == len(model.requests)  # the summary calls are counted
-    stored = len(outcome.episodes[0]["history"])
+    stored = len(outcome.episodes[0].history)
     assert stored == (2 * len(SEARCHES) + 2 if runner == "text" else 2 * len(SEARCHES) + 1)  # stored whole
 
 
@@ -124,8 +124,8 @@ async def test_subagent_research_returns_the_inner_conclusion(scripted, wiki, ru
     outcome = await solver(model, wiki, runner, ContextConfig("subagent", inner_max_steps=3)).solve("Q?")
     assert outcome.prediction == "12 km"
     outer, inner = outcome.episodes[0], outcome.episodes[1]
-    assert inner["route"] == "subagent"
-    observations = [e["observation"] for e in outer["events"] if e["type"] == "tool_execution_finished"]
+    assert inner.route == "subagent"
+    observations = [a.observation for step in outer.steps() for a in step.actions]
     assert observations[0] == "Conclusion of the research on 'How long is the Beta River?': 12 km"
     assert outcome.stats.calls == 4  # the inner calls count
     assert runner == "tool_use" or outcome.usage.output_tokens > 0  # (scripted tool turns carry no usage)
@@ -199,7 +199,7 @@ async def test_window_keeps_the_last_characters_of_the_trajectory_as_the_webshop
         "How long is the Beta River?"
     )
     assert full.prediction == cut.prediction == "12 km"
-    assert cut.episodes[0]["history"] == full.episodes[0]["history"]  # what is stored is never cut
+    assert cut.episodes[0].history == full.episodes[0].history  # what is stored is never cut
     head = "<instruction react>\n<exemplars react>\n"
     for whole, sent in zip(full_model.requests, window_model.requests, strict=True):
         assert whole.prompt.startswith(head)

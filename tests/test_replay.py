@@ -70,7 +70,7 @@ async def test_tool_use_run_replays_blocks_with_thinking(scripted, wiki, tmp_pat
     replay = ReplayModel(write(tmp_path, lines), capabilities=ModelCapabilities())
     replayed, _ = await run_examples(replay, wiki, settings, {"ex-1": "What is Gamma?"})
     assert replayed["ex-1"].prediction == recorded["ex-1"].prediction == "village"
-    assert replayed["ex-1"].episodes[0]["history"] == recorded["ex-1"].episodes[0]["history"]
+    assert replayed["ex-1"].episodes[0].history == recorded["ex-1"].episodes[0].history
 
 
 async def test_asking_beyond_the_cassette_is_an_error_for_that_example_only(wiki, tmp_path):

@@ -6,6 +6,8 @@
 - The stand-ins for tests (``react_bench.testing``) are imported by nothing else of the package:
   what a run needs (the project's own WebShop server) lives beside its environment.
 - ``scripts/`` holds what a user runs; the project's self-benchmarks live in ``bench/``.
+- The run record (``record.py``) is a ground floor: it knows the provider-neutral types only, so
+  every reader (results, studies, export, notebooks) can import it without the run path.
 """
 
 from __future__ import annotations
@@ -90,3 +92,9 @@ def test_scripts_hold_no_benchmark() -> None:
     bench = PACKAGE.parent / "bench"
     assert not sorted(p.name for p in scripts.glob("bench*")), "benchmarks belong in bench/"
     assert (bench / "README.md").is_file() and len(list(bench.glob("bench_*.py"))) >= 10
+
+
+def test_the_run_record_is_a_ground_floor() -> None:
+    assert GRAPH["react_bench.record"] <= {"react_bench.types"}, GRAPH["react_bench.record"]
+    readers = ("react_bench.results", "react_bench.evaluate", "react_bench.modes", "react_bench.console")
+    assert all("react_bench.record" in GRAPH[m] for m in readers)

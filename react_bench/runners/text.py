@@ -98,9 +98,15 @@ class TextPolicy:
 
     def first_request(self) -> ModelRequest:
         """The request of step 1, as ``decide`` sends it (what the run records as not applied)."""
-        parts, suffix = self._fitted(self._base(), self.text_format.suffix(1, self.style))
-        stops = self.text_format.stops(1)
-        return text_request(self.model, parts, suffix, stops, self.sampling, _cache(parts))
+        return self.request_at((), 1)
+
+    def request_at(self, history: Sequence[Message], step: int) -> ModelRequest:
+        """The request of ``step`` after ``history`` (the finished steps before it), the whole
+        history in view (no compaction or summary call): what a recorded trajectory replays into."""
+        parts, suffix = self._fitted(
+            self._base() + self.scratchpad_parts(history), self.text_format.suffix(step, self.style)
+        )
+        return text_request(self.model, parts, suffix, self.text_format.stops(step), self.sampling, _cache(parts))
 
     async def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         fmt = self.text_format

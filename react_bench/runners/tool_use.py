@@ -123,6 +123,11 @@ class ToolUsePolicy:
         """The request of step 1, as ``decide`` sends it."""
         return self._request(())
 
+    def request_at(self, history: Sequence[Message], step: int) -> ModelRequest:
+        """The request of ``step`` after ``history`` (the finished steps before it), the whole
+        history in view: what a recorded trajectory replays into."""
+        return self._request(history, final=step == self.last_step)
+
     def decide(self, history: Sequence[Message], step: int) -> AsyncIterator[AgentEvent | Decision]:
         return self._viewed(history, step)
 

@@ -1,0 +1,239 @@
+"""The run record, typed: one line of ``examples.jsonl`` (``ExampleRecord``), its trajectory
+(``Episode``: what the model saw first, then its turns and the events of each step), and the
+vote of a sampled mode (``Vote``). A ground-floor module: it knows the provider-neutral types and
+nothing above them.
+
+One writer, one reader:
+- ``ExampleRecord.to_dict`` is the only way a line is written (``evaluate``); the layout is the
+  one runs have always had (scores flattened beside ``correct``), plus ``record_version``.
+- ``ExampleRecord.from_dict`` reads a line of any version and upgrades it: a version-1 line
+  (before this module: no ``record_version``, no ``first_observation`` in its episodes) reads with
+  ``first_observation=None``, and the fields added since then take their defaults. ``read_records``
+  (``results``) is the one place a run's lines are read, so resume, compare, export and the
+  notebooks read old run folders through it.
+
+``Episode.first_observation``: what the model saw of the example before its first step, the
+environment's first observation (the question on the wiki tasks, the room and the task on
+ALFWorld, the instruction page on WebShop), or for a mode with no environment (Standard, CoT)
+the question it was asked. With the episode's ``history`` it is enough to rebuild every prompt the
+model was sent (``tests/test_trajectory_replay.py``).
+
+``Episode.steps()`` reads the recorded events into typed ``Step``s (the model's text, each action
+with its observation and whether it was an error, the step's usage), so a reader need not know
+the event layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from react_bench.types import Message, Usage, message_from_dict
+
+RECORD_VERSION = 2  # 1: runs written before the record was typed (no first observation)
+
+
+@dataclass(frozen=True)
+class Vote:
+    """A majority vote over sampled answers (CoT-SC): the answer, its votes, the samples."""
+
+    answer: str
+    count: int
+    total: int
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any] | None) -> Vote | None:
+        if not data:
+            return None
+        return Vote(str(data.get("answer") or ""), int(data.get("count") or 0), int(data.get("total") or 0))
+
+
+@dataclass(frozen=True)
+class StepAction:
+    """One action of a step: what was called, and what the environment answered."""
+
+    name: str
+    arguments: Mapping[str, Any]
+    observation: str | None = None  # None: the episode ended before it was answered
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    number: int
+    text: str  # what the model wrote in the step (thought, or its whole completion)
+    actions: tuple[StepAction, ...] = ()
+    usage: Usage = Usage()
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One episode of an example (a backoff or CoT-SC has several): its route (which part of the
+    mode ran it), what the model saw first, the history as sent (messages) and its events."""
+
+    route: str
+    history: tuple[Mapping[str, Any], ...] = ()  # messages as written (types.message_to_dict)
+    events: tuple[Mapping[str, Any], ...] = ()  # agent events as written (events.event_to_dict)
+    first_observation: str | None = None  # None: a record written before it was kept
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"route": self.route, "first_observation": self.first_observation, "history": list(self.history),
+                "events": list(self.events)}  # fmt: skip
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Episode:
+        first = data.get("first_observation")
+        return Episode(
+            route=str(data.get("route") or ""),
+            history=tuple(data.get("history") or ()),
+            events=tuple(data.get("events") or ()),
+            first_observation=None if first is None else str(first),
+        )
+
+    def messages(self) -> list[Message]:
+        return [message_from_dict(m) for m in self.history]
+
+    def steps(self) -> list[Step]:
+        """The episode's steps: the model's text of step k is the k-th assistant turn of the
+        history; its actions, their observations, a parse error and the usage come from the events."""
+        said = [m.text for m in self.messages() if m.role == "assistant"]
+        steps: dict[int, dict[str, Any]] = {}
+        pending: dict[str, dict[str, Any]] = {}  # call id -> its action, until its observation
+        for event in self.events:
+            number = int(event.get("step") or 0)
+            if not number:
+                continue
+            step = steps.setdefault(number, {"actions": [], "usage": Usage(), "parse_error": None})
+            match event.get("type"):
+                case "tool_called":
+                    action = {"name": str(event.get("name") or ""), "arguments": dict(event.get("arguments") or {}),
+                              "observation": None, "is_error": False}  # fmt: skip
+                    step["actions"].append(action)
+                    pending[str(event.get("call_id"))] = action
+                case "tool_execution_finished":
+                    found = pending.pop(str(event.get("call_id")), None)
+                    if found is not None:
+                        found["observation"] = str(event.get("observation") or "")
+                        found["is_error"] = bool(event.get("is_error"))
+                case "parse_error":
+                    step["parse_error"] = str(event.get("message") or "")
+                case "step_finished":
+                    step["usage"] = Usage.from_dict(event.get("usage"))
+        return [
+            Step(
+                number,
+                said[number - 1] if number <= len(said) else "",
+                tuple(StepAction(**a) for a in s["actions"]),
+                s["usage"],
+                s["parse_error"],
+            )  # fmt: skip
+            for number, s in sorted(steps.items())
+        ]
+
+
+@dataclass(frozen=True)
+class ExampleRecord:
+    """One finished example: a line of ``examples.jsonl``."""
+
+    id: str
+    question: str
+    gold: str
+    prediction: str
+    correct: bool  # the task's primary metric at 1 (HotpotQA: EM; FEVER: label accuracy; games: success)
+    scores: Mapping[str, Any]  # the task's metrics (em, f1, accuracy, success, score, in_label_set)
+    reason: str  # answered | step_limit | error | refused | done ...
+    route: str
+    steps: int = 0
+    reward: float | None = None
+    backoff: bool = False
+    error: str | None = None
+    usage: Usage = Usage()
+    calls: int = 0
+    bad_calls: int = 0
+    repairs: Mapping[str, int] = field(default_factory=dict)
+    replaced_chars: int = 0
+    samples: tuple[str, ...] = ()
+    vote: Vote | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    trajectory: tuple[Episode, ...] = ()
+    wall_s: float | None = None  # the example's own time, environment and model together (None: not kept)
+    retries: int = 0  # transient faults survived (models.retrying)
+    request_cache: Mapping[str, int] = field(default_factory=lambda: {"hits": 0, "misses": 0})
+    cache_write_failures: int = 0
+    stop_reasons: Mapping[str, int] = field(default_factory=dict)  # every call's, as the API gave it
+    cost_usd: float | None = None  # None: a model with no price, never a silent 0
+    saved_usd: float | None = None
+    worker: str | None = None  # the Ray node and process that ran it (executor=ray)
+    version: int = RECORD_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "question": self.question, "gold": self.gold,
+                               "prediction": self.prediction, "correct": self.correct, **self.scores}  # fmt: skip
+        out.update(
+            reward=self.reward, steps=self.steps, reason=self.reason, route=self.route, backoff=self.backoff,
+            error=self.error, usage=self.usage.to_dict(), calls=self.calls, bad_calls=self.bad_calls,
+            repairs=dict(self.repairs), replaced_chars=self.replaced_chars, samples=list(self.samples),
+            vote=None if self.vote is None else {"answer": self.vote.answer, "count": self.vote.count,
+                                                 "total": self.vote.total},
+            metadata=dict(self.metadata), trajectory=[e.to_dict() for e in self.trajectory], wall_s=self.wall_s,
+            retries=self.retries, request_cache=dict(self.request_cache),
+            cache_write_failures=self.cache_write_failures, stop_reasons=dict(self.stop_reasons),
+            cost_usd=self.cost_usd, saved_usd=self.saved_usd,
+        )  # fmt: skip
+        if self.worker is not None:
+            out["worker"] = self.worker
+        out["record_version"] = self.version
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> ExampleRecord:
+        """A line of any version, upgraded (see the module docstring)."""
+        known = _FIELDS | {"record_version"}
+        usage = data.get("usage")
+        return ExampleRecord(
+            id=str(data["id"]),
+            question=str(data.get("question") or ""),
+            gold=str(data.get("gold") or ""),
+            prediction=str(data.get("prediction") or ""),
+            correct=bool(data.get("correct")),
+            scores={k: v for k, v in data.items() if k not in known},
+            reason=str(data.get("reason") or ""),
+            route=str(data.get("route") or ""),
+            steps=int(data.get("steps") or 0),
+            reward=None if data.get("reward") is None else float(data["reward"]),
+            backoff=bool(data.get("backoff")),
+            error=data.get("error"),
+            usage=Usage.from_dict(usage if isinstance(usage, Mapping) else None),
+            calls=int(data.get("calls") or 0),
+            bad_calls=int(data.get("bad_calls") or 0),
+            repairs=dict(data.get("repairs") or {}),
+            replaced_chars=int(data.get("replaced_chars") or 0),
+            samples=tuple(data.get("samples") or ()),
+            vote=Vote.from_dict(data.get("vote")),
+            metadata=dict(data.get("metadata") or {}),
+            trajectory=tuple(Episode.from_dict(e) for e in data.get("trajectory") or ()),
+            wall_s=None if data.get("wall_s") is None else float(data["wall_s"]),
+            retries=int(data.get("retries") or 0),
+            request_cache={k: int(v or 0) for k, v in (data.get("request_cache") or {"hits": 0, "misses": 0}).items()},
+            cache_write_failures=int(data.get("cache_write_failures") or 0),
+            stop_reasons=dict(data.get("stop_reasons") or {}),
+            cost_usd=data.get("cost_usd"),
+            saved_usd=data.get("saved_usd", 0.0),  # version 1 before it was kept: nothing served from a cache
+            worker=data.get("worker"),
+            version=RECORD_VERSION,  # upgraded: it now reads as the current version does
+        )
+
+    @property
+    def first_observation(self) -> str | None:
+        """What the model saw first in the example's first episode."""
+        return self.trajectory[0].first_observation if self.trajectory else None
+
+
+_FIELDS = {f.name for f in fields(ExampleRecord)} - {"scores", "version"}
+
+
+def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A line of any version as the current version writes it."""
+    return ExampleRecord.from_dict(data).to_dict()
