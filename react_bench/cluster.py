@@ -93,7 +93,12 @@ def connect(address: str | None, env: dict[str, str]) -> bool:
     except (ConnectionError, ValueError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         where = f"ray.address={address}" if address else "a local Ray instance"
-        raise ConfigError(f"executor=ray: could not connect to {where} ({first})") from None
+        hint = ""
+        if address is not None and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+            # the head may use token authentication (Ray 2.60 turns it on when the head has a token)
+            hint = ("; a cluster with token authentication needs RAY_AUTH_MODE=token and the head's token "
+                    "(~/.ray/auth_token copied here, or RAY_AUTH_TOKEN): docs/guide.md, 'Past one machine: Ray'")
+        raise ConfigError(f"executor=ray: could not connect to {where} ({first}){hint}") from None
     return True
 
 
@@ -269,6 +274,8 @@ class WorkerPool:
                 self._lost(actor, exc)
                 losses.append(_first_line(exc))
                 continue
+            except self.ray.exceptions.RayTaskError as exc:  # ours, raised in the worker: as in one process
+                raise _cause(exc) from None
             self.slots.put_nowait(actor)
             return solved
         message = f"ray: the episode's worker was lost ({'; then '.join(losses)}); retry_errors=true reruns it"
@@ -308,6 +315,15 @@ def _cluster_summary(ray: Any) -> str:
     return f"on {len(nodes)} node(s) with {cpus:g} CPU(s)"
 
 
+def _cause(exc: BaseException) -> BaseException:
+    """What was raised inside a Ray worker, without Ray's wrapping (whose first line names only the
+    actor method, its pid and actor id): a bad setting or a script run out reaches the user as the
+    project's own one-line message."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
 def _first_line(exc: BaseException) -> str:
+    exc = _cause(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__

@@ -212,6 +212,23 @@ def test_a_sweep_through_the_ray_launcher(tmp_path, cluster, golds):
     assert "_run_job pid=" in done.stdout  # the jobs ran as Ray tasks, not in this process
 
 
+def test_an_error_inside_a_worker_reaches_the_user_as_the_projects_own_line(tmp_path, cluster):
+    """A scripted model whose script runs out inside a worker: the same one line as in one process,
+    not Ray's wrapper (``ray::_Worker.solve() (pid=..., actor_id=...)``)."""
+    script = tmp_path / "short.json"
+    script.write_text(json.dumps([" I search.\nAction 1: Search[X]\nObservation 1:"]))
+    argv = [sys.executable, "scripts/eval.py", "model=scripted", f"model.script={script}", "n=1", "progress=false",
+            f"results_dir={tmp_path}", "cache=false"]  # fmt: skip
+    local = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
+    on_ray = subprocess.run([*argv, "executor=ray", f"ray.address={cluster.address}", "ray.workers=1",
+                             f"results_dir={tmp_path / 'ray'}"], cwd=REPO, capture_output=True, text=True,
+                            timeout=600)  # fmt: skip
+    said = [p.stderr.strip().splitlines()[-1] for p in (local, on_ray)]
+    assert said[0].startswith("error: ") and "script" in said[0], local.stderr[-2000:]
+    assert said[1] == said[0] and on_ray.returncode == local.returncode == 2, on_ray.stderr[-2000:]
+    assert "ray::" not in said[1]
+
+
 def test_the_driver_killed_mid_run_resumes_on_the_cluster(tmp_path, cluster, golds):
     with MessagesServer(responder=Oracle(golds), latency_s=0.3) as server:
         env = {**os.environ, KEY_ENV: "test-key-not-real"}
@@ -261,3 +278,55 @@ def test_a_cluster_that_is_not_there_is_one_line(tmp_path):
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: executor=ray: could not connect to ray.address=")
+
+
+def test_the_guides_commands_with_token_authentication(tmp_path):
+    """docs/guide.md, 'Past one machine: Ray', as written, with the pinned Ray on fresh hosts (each
+    its own HOME): the head's token made with ``ray get-auth-token --generate``, every ``ray start``
+    with ``RAY_AUTH_MODE=token``; a worker without the token is refused; with ``RAY_AUTH_TOKEN=...``
+    it joins, and ``executor=ray`` and
+    ``hydra/launcher=ray`` run on the two-node cluster from a driver given the same two variables."""
+    from react_bench.testing.ray_cluster import RAY_ENV, _ray_bin
+
+    head_home, worker_home, driver_home = (tmp_path / name for name in ("head", "worker", "driver"))
+    for home in (head_home, worker_home, driver_home):
+        home.mkdir()
+    env = {**os.environ, **RAY_ENV, "HOME": str(head_home)}
+    made = subprocess.run([_ray_bin(), "get-auth-token", "--generate"], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
+    token = (head_home / ".ray" / "auth_token").read_text().strip()
+    with LocalCluster(workers=0, env={"HOME": str(head_home), "RAY_AUTH_MODE": "token"}) as cluster:
+        refused = cluster.add_worker(env={"HOME": str(worker_home)})
+        assert refused.wait(timeout=120) != 0
+        assert "token" in cluster.log(1).lower() and "authentication" in cluster.log(1).lower()
+        with_token = {"HOME": str(worker_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+        cluster.add_worker(env=with_token)
+        cluster.add_worker(env={**with_token, "HOME": str(tmp_path / "worker2")})
+        cluster.env.update(RAY_AUTH_TOKEN=token)  # (its probe is a driver too)
+        cluster.wait_nodes(2)
+        script = tmp_path / "script.json"
+        script.write_text(json.dumps([" I search.\nAction 1: Search[X]\nObservation 1:", " I know.\nAction 2: Finish[X]"]
+                                     * 2))  # fmt: skip
+        driver = {**os.environ, "HOME": str(driver_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
+        common = ["model=scripted", f"model.script={script}", "n=2", "progress=false", "cache=false",
+                  f"ray.address={cluster.address}"]  # fmt: skip
+        run = subprocess.run([sys.executable, "scripts/eval.py", *common, "executor=ray", f"results_dir={tmp_path / 'a'}"],
+                             cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "on 3 node(s) with 2 CPU(s)" in run.stdout
+        one_call = tmp_path / "one_call.json"
+        one_call.write_text(json.dumps([" X", " X"]))  # standard and cot: one call an example
+        common[1] = f"model.script={one_call}"
+        sweep = subprocess.run([sys.executable, "scripts/eval.py", "-m", "mode=standard,cot", *common,
+                                "hydra/launcher=ray", f"results_dir={tmp_path / 'b'}"],
+                               cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert sweep.returncode == 0, sweep.stderr[-3000:]
+        assert "(2 runs;" in sweep.stdout and "_run_job pid=" in sweep.stdout
+        common[1] = f"model.script={script}"
+        # a driver without the token is told what to set, in one line
+        lost = {k: v for k, v in driver.items() if not k.startswith("RAY_AUTH")}
+        bare = subprocess.run([sys.executable, "scripts/eval.py", *common, "executor=ray",
+                               f"results_dir={tmp_path / 'c'}"], cwd=REPO, env=lost, capture_output=True, text=True,
+                              timeout=600)  # fmt: skip
+        assert bare.returncode == 2 and "RAY_AUTH_MODE=token" in bare.stderr.strip().splitlines()[-1]

@@ -101,8 +101,8 @@ class LocalCluster:
         return [f"--{name}-port={own + i}" for i, name in enumerate(named)] + [
             f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]  # fmt: skip
 
-    def _start_node(self, *args: str) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **RAY_ENV, **self.env}
+    def _start_node(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        env = {**os.environ, **RAY_ENV, **self.env, **(env or {})}
         log = open(self.temp / f"node{len(self.nodes)}.log", "wb")  # noqa: SIM115 - the node's own, closed by stop
         node = subprocess.Popen(
             [_ray_bin(), "start", "--block", "--disable-usage-stats", f"--object-store-memory={OBJECT_STORE}",
@@ -124,8 +124,9 @@ class LocalCluster:
             self.stop(keep_logs=True)  # nothing left running; the logs kept for the error's reader
             raise
 
-    def add_worker(self) -> subprocess.Popen[bytes]:
-        return self._start_node(f"--address={self.address}", f"--num-cpus={self.cpus_per_worker}")
+    def add_worker(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """A worker node (``env``: its own variables over the cluster's, as another host's)."""
+        return self._start_node(f"--address={self.address}", f"--num-cpus={self.cpus_per_worker}", env=env)
 
     def wait_port(self, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
