@@ -96,8 +96,10 @@ def connect(address: str | None, env: dict[str, str]) -> bool:
         hint = ""
         if address is not None and os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
             # the head may use token authentication (Ray 2.60 turns it on when the head has a token)
-            hint = ("; a cluster with token authentication needs RAY_AUTH_MODE=token and the head's token "
-                    "(~/.ray/auth_token copied here, or RAY_AUTH_TOKEN): docs/guide.md, 'Past one machine: Ray'")
+            hint = (
+                "; a cluster with token authentication needs RAY_AUTH_MODE=token and the head's token "
+                "(~/.ray/auth_token copied here, or RAY_AUTH_TOKEN): docs/guide.md, 'Past one machine: Ray'"
+            )
         raise ConfigError(f"executor=ray: could not connect to {where} ({first}){hint}") from None
     return True
 

@@ -306,13 +306,13 @@ def test_the_guides_commands_with_token_authentication(tmp_path):
         cluster.env.update(RAY_AUTH_TOKEN=token)  # (its probe is a driver too)
         cluster.wait_nodes(2)
         script = tmp_path / "script.json"
-        script.write_text(json.dumps([" I search.\nAction 1: Search[X]\nObservation 1:", " I know.\nAction 2: Finish[X]"]
-                                     * 2))  # fmt: skip
+        steps = [" I search.\nAction 1: Search[X]\nObservation 1:", " I know.\nAction 2: Finish[X]"]
+        script.write_text(json.dumps(steps * 2))
         driver = {**os.environ, "HOME": str(driver_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
         common = ["model=scripted", f"model.script={script}", "n=2", "progress=false", "cache=false",
                   f"ray.address={cluster.address}"]  # fmt: skip
-        run = subprocess.run([sys.executable, "scripts/eval.py", *common, "executor=ray", f"results_dir={tmp_path / 'a'}"],
-                             cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)  # fmt: skip
+        argv = [sys.executable, "scripts/eval.py", *common, "executor=ray", f"results_dir={tmp_path / 'a'}"]
+        run = subprocess.run(argv, cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr[-3000:]
         assert "on 3 node(s) with 2 CPU(s)" in run.stdout
         one_call = tmp_path / "one_call.json"
