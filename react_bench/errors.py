@@ -8,7 +8,7 @@ here rather than in any one of them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any, TypeVar
 
@@ -19,11 +19,15 @@ class ConfigError(ValueError):
     """A setting that cannot work (missing key variable, unknown model, missing extra)."""
 
 
-def settings_of(cls: type[T], values: Mapping[str, Any], group: str) -> T:
-    """``cls(**values)`` for a dataclass of settings; an unknown key is a ConfigError naming the
-    group's known settings (``group``: as the config names it, e.g. ``webshop``)."""
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(values) - known)
+def check_known(values: Mapping[str, Any], known: Iterable[str], group: str) -> None:
+    """The one unknown-key check of every settings group: an unknown key is a ConfigError naming
+    the group's known settings (``group``: as the config names it, e.g. ``webshop``, ``model``)."""
+    unknown = sorted(set(values) - set(known))
     if unknown:
         raise ConfigError(f"unknown {group} settings {unknown}; known: {sorted(known)}")
+
+
+def settings_of(cls: type[T], values: Mapping[str, Any], group: str) -> T:
+    """``cls(**values)`` for a dataclass of settings, its keys checked (``check_known``)."""
+    check_known(values, (f.name for f in fields(cls)), group)  # type: ignore[arg-type]
     return cls(**dict(values))

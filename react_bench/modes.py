@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, assert_never, get_args
+from typing import Any, Literal, assert_never, cast, get_args
 
 from react_bench.context import ContextConfig, ContextView, SubagentEnv
 from react_bench.environment import EnvFactory, Environment, EpisodeAbort, Example
@@ -107,6 +107,7 @@ def prompt_key(part: Part, runner: Runner) -> str:
             assert_never(part)
 
 
+Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react"]
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -116,12 +117,23 @@ MODE_SPECS: dict[str, ModeSpec] = {
     "react_cot_sc": ModeSpec("react", backoff="cot_sc"),
     "cot_sc_react": ModeSpec("cot_sc", backoff="react"),
 }
-MODES: tuple[str, ...] = tuple(MODE_SPECS)
+MODES: tuple[str, ...] = get_args(Mode)
+assert MODES == tuple(MODE_SPECS), "Mode and MODE_SPECS name the same modes, in order"
+
+
+def parse_mode(name: object) -> Mode:
+    """A mode's name as a ``Mode``; an unknown one is a ConfigError naming the choices."""
+    if name not in MODES:
+        raise ConfigError(f"unknown mode {name!r}; one of {', '.join(MODES)}")
+    return cast(Mode, name)
 
 
 @dataclass(frozen=True)
 class SolveSettings:
-    mode: str = "react"
+    """How an example is solved. The defaults are the paper's protocol (``runconfig.PAPER`` reads
+    them from here: each default is written once)."""
+
+    mode: Mode = "react"
     runner: Runner = "text"
     parser: ParserName = "paper"
     loop: LoopConfig = LoopConfig()
@@ -136,7 +148,7 @@ class SolveSettings:
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
-            raise ConfigError(f"unknown mode {self.mode!r}; one of {', '.join(MODES)}")
+            parse_mode(self.mode)
         if self.runner not in RUNNERS:
             raise ConfigError(f"unknown runner {self.runner!r}; one of {', '.join(RUNNERS)}")
         if self.cot_sc_samples < 1:

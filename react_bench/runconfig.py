@@ -21,30 +21,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
-from react_bench.errors import ConfigError, settings_of
+from react_bench.errors import ConfigError, check_known, settings_of
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ModelSpec
-from react_bench.modes import SolveSettings
+from react_bench.modes import SolveSettings, parse_mode
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.tasks import TASKS, task_info
 from react_bench.tasks.base import TaskConfig, TaskInfo
 
+_SOLVE, _LOOP = SolveSettings(), LoopConfig()
+# The paper's protocol: the settings' own defaults, read from the dataclasses (written once there).
 PAPER = {
-    "parser": "paper",
-    "max_steps": 7,
-    "on_limit": "give_up",
-    "temperature": 0.0,
-    "max_tokens": 100,
-    "cot_sc_samples": 21,
-    "cot_sc_temperature": 0.7,
+    "parser": _SOLVE.parser,
+    "max_steps": _LOOP.max_steps,
+    "on_limit": _LOOP.on_limit,
+    "temperature": _SOLVE.temperature,
+    "max_tokens": _SOLVE.max_tokens,
+    "cot_sc_samples": _SOLVE.cot_sc_samples,
+    "cot_sc_temperature": _SOLVE.cot_sc_temperature,
 }
 CUSTOM_DEFAULTS = dict(PAPER, parser="robust")
 # Top-level keys of configs/eval.yaml that select a task's examples (TaskConfig fields).
@@ -52,6 +54,8 @@ SELECTION_KEYS = ("split", "n", "offset", "ids", "on_missing", "data_dir")
 
 
 Executor = Literal["local", "ray"]
+Protocol = Literal["paper", "custom"]
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,7 @@ class RaySettings:
 
     @staticmethod
     def from_mapping(values: Mapping[str, Any]) -> RaySettings:
-        unknown = set(values) - {"address", "workers", "num_cpus"}
-        if unknown:
-            raise ConfigError(f"ray.{sorted(unknown)[0]}: no such setting; ray takes address, workers, num_cpus")
+        check_known(values, (f.name for f in fields(RaySettings)), "ray")
         address = values.get("address")
         workers = _int(values, "workers", 0) or None
         num_cpus = values.get("num_cpus", 1.0)
@@ -85,7 +87,7 @@ class RunConfig:
     model: ModelSpec  # a plain mapping (a model group file's) is read into one
     solve: SolveSettings
     env: Any = None  # the task's environment config (WikiConfig for the Wikipedia tasks); None: none
-    protocol: str = "paper"
+    protocol: Protocol = "paper"
     prompt_file: str | None = None
     prompt_key: str | None = None
     instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
@@ -114,9 +116,9 @@ class RunConfig:
 
     @staticmethod
     def from_mapping(cfg: Mapping[str, Any]) -> RunConfig:
-        protocol = cfg.get("protocol", "paper")
-        if protocol not in ("paper", "custom"):
-            raise ConfigError(f"protocol must be paper or custom, got {protocol!r}")
+        if cfg.get("protocol", "paper") not in PROTOCOLS:
+            raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {cfg.get('protocol')!r}")
+        protocol = cast(Protocol, cfg.get("protocol", "paper"))
         model = ModelSpec.from_mapping(_section(cfg, "model"))
         prompt = cfg.get("prompt") or {}
         concurrency = _int(cfg, "concurrency", 1)
@@ -190,10 +192,10 @@ def _check_mode(mode: str, info: TaskInfo) -> None:
         raise ConfigError(f"task={info.name} does not run mode={mode} ({why}); choose one of {', '.join(allowed)}")
 
 
-def _solve_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> SolveSettings:
+def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) -> SolveSettings:
     chosen = _protocol_settings(cfg, protocol, info)
     runner = _section(cfg, "runner")
-    mode = str(_section(cfg, "mode").get("name", "react"))
+    mode = parse_mode(str(_section(cfg, "mode").get("name", _SOLVE.mode)))
     _check_mode(mode, info)
     on_limit = chosen["on_limit"]
     if on_limit == "backoff":
@@ -207,19 +209,19 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> So
         mode=mode,
         runner=runner.get("name", "text"),
         parser=chosen["parser"],
-        loop=LoopConfig(max_steps=_int(chosen, "max_steps", 7), on_limit=on_limit),
-        max_tokens=_int(chosen, "max_tokens", 100),
+        loop=LoopConfig(max_steps=_int(chosen, "max_steps", _LOOP.max_steps), on_limit=on_limit),
+        max_tokens=_int(chosen, "max_tokens", _SOLVE.max_tokens),
         temperature=chosen["temperature"],
-        cot_sc_samples=_int(chosen, "cot_sc_samples", 21),
+        cot_sc_samples=_int(chosen, "cot_sc_samples", _SOLVE.cot_sc_samples),
         cot_sc_temperature=float(chosen["cot_sc_temperature"]),
         thinking=ThinkingConfig(**thinking) if thinking else None,
-        tool_max_tokens=_int(runner, "max_tokens", 1024),
+        tool_max_tokens=_int(runner, "max_tokens", _SOLVE.tool_max_tokens),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
     )
 
 
-def _task_context(context: ContextConfig, protocol: str, info: TaskInfo) -> ContextConfig:
+def _task_context(context: ContextConfig, protocol: Protocol, info: TaskInfo) -> ContextConfig:
     """A task whose paper protocol has its own context remedy (WebShop's notebook: ``window``)
     gets it under ``protocol=paper`` in place of the default ``full``; another remedy needs
     ``protocol=custom``."""
@@ -313,7 +315,7 @@ def _also_invalid(key: str, value: Any) -> str:
     return ""
 
 
-def _protocol_settings(cfg: Mapping[str, Any], protocol: str, info: TaskInfo) -> dict[str, Any]:
+def _protocol_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) -> dict[str, Any]:
     base = {
         **(PAPER if protocol == "paper" else CUSTOM_DEFAULTS),
         **{k: v for k, v in info.protocol.items() if k in PAPER},

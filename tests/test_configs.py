@@ -93,7 +93,7 @@ def test_task_and_wiki_sections_are_typed_by_their_own_configs():
 def test_unknown_model_keys_are_named():
     from react_bench.models.anthropic import AnthropicConfig
 
-    with pytest.raises(ConfigError, match=r"unknown AnthropicConfig setting\(s\) \['temprature'\]"):
+    with pytest.raises(ConfigError, match=r"unknown model settings \[.temprature.\]"):
         typed_config(AnthropicConfig, {"name": "claude-sonnet-5-5", "temprature": 0})
 
 

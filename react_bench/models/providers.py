@@ -9,17 +9,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import ModelCapabilities, ModelClient
 
 
 def typed_config(cls: type, values: Mapping[str, Any]) -> Any:
-    """``cls(**values)`` with unknown keys reported by name instead of a TypeError."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"unknown {cls.__name__} setting(s) {unknown}; known: {sorted(known)}")
-    return cls(**values)
+    """``cls(**values)`` with unknown keys reported by name (``errors.settings_of``, group ``model``)."""
+    return settings_of(cls, values, "model")
 
 
 def make_client(provider: str, settings: Mapping[str, Any]) -> ModelClient:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args, runtime_checkable
 
 from react_bench.environment import EnvFactory, Example
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, check_known
 
 if TYPE_CHECKING:
     from react_bench.prompts import PromptSpec
@@ -135,9 +135,7 @@ class TaskConfig:
     def from_mapping(cls, values: Mapping[str, Any]) -> TaskConfig:
         """From a plain mapping; an unknown key is an error naming it."""
         known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ConfigError(f"unknown task settings: {', '.join(sorted(unknown))}")
+        check_known(values, known, "task")
         kwargs = {k: v for k, v in values.items() if k in known}
         for key in ("ids", "exclude_ids"):
             if key in kwargs:
