@@ -149,10 +149,19 @@ def run_tokens(work: Path) -> dict[str, Any]:
     return out
 
 
+def within_reach(cell: dict[str, Any]) -> bool:
+    """Whether the calls' own latency (which no harness can shorten) leaves room for the wall goal:
+    the model's time alone is at most 0.8 of inspect's wall."""
+    floor = math.ceil(cell["questions"] / cell["concurrency"]) * CALLS_PER_QUESTION * cell["latency_s"]
+    return floor <= 0.8 * cell["median"]["inspect"]["wall_s"]
+
+
 def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for what, label in (("wall_s", "wall"), ("cpu_ms_per_request", "CPU per request")):
-        worst = max(result["cells"], key=lambda c: c["ratio"][what])
+        # wall: only the cells where the calls' own latency leaves room (issue 36)
+        cells = [c for c in result["cells"] if what != "wall_s" or within_reach(c)]
+        worst = max(cells, key=lambda c: c["ratio"][what])
         value = worst["ratio"][what]
         out.append(check(f"{label}: react-bench / inspect, worst cell (latency {worst['latency_s']} s, "
                          f"concurrency {worst['concurrency']})", value, "<= 0.8", value <= 0.8))  # fmt: skip
@@ -181,12 +190,13 @@ def render(result: dict[str, Any]) -> str:
     for c in result["cells"]:  # wall includes the model's own time, which no harness can shorten
         floor = math.ceil(c["questions"] / c["concurrency"]) * CALLS_PER_QUESTION * c["latency_s"]
         theirs = c["median"]["inspect"]["wall_s"]
-        if floor > 0.8 * theirs:
+        if not within_reach(c):
             out_of_reach.append(f"latency {c['latency_s']} s, concurrency {c['concurrency']}: the model's own "
                                 f"time alone is {floor:g} s, more than 0.8 x inspect's {theirs} s")  # fmt: skip
     if out_of_reach:
         lines += ["", "Wall time includes the calls' own latency, which no harness can shorten; where it alone "
-                  "passes 0.8 of inspect's wall, the wall goal is out of any system's reach: "
+                  "passes 0.8 of inspect's wall, the wall goal is out of any system's reach, and the wall check "
+                  "leaves the cell out: "
                   + "; ".join(out_of_reach) + "."]  # fmt: skip
     t = result["tokens"]
     lines += ["", f"## Billed-equivalent input tokens ({t['questions']} questions, concurrency 1)", "",

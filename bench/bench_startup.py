@@ -181,8 +181,8 @@ def render(result: dict[str, Any]) -> str:
             "",
             f'`python -c "import anthropic"` alone (median of {floor.get("runs", len(claude["seconds"]))}): '
             f"{floor['wall_s']} s wall, {floor['cpu_s']} s CPU on this machine. Every process that calls the "
-            "API through the SDK pays it before its first request, so the 1.0 s goals above are below what "
-            f"the SDK alone takes here. The run's own part, beyond it: {own} s to the first request{own_cpu}.",
+            "API through the SDK pays it before its first request, so the checks above count from it: the "
+            f"run's own part, beyond it: {own} s to the first request{own_cpu}.",
         ]
     for path, r in result["paths"].items():
         lines += ["", f"## Top-level imports, {path} path (`-X importtime`, cumulative)", "", "| module | ms |",
@@ -192,12 +192,16 @@ def render(result: dict[str, Any]) -> str:
 
 
 def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
-    claude = result["paths"]["claude"]["median_s"]
-    out = [check("process start to the first model call, Claude path (s, median)", claude, "<= 1.0", claude <= 1.0)]
-    if "cpu_s" in result["paths"]["claude"]:
-        cpu = statistics.median(result["paths"]["claude"]["cpu_s"])
-        out.append(check("CPU of a whole one-example run, Claude path (s, median): the fixed cost per run", cpu,
-                         "<= 1.0", cpu <= 1.0))  # fmt: skip
+    """The Claude path's start-up is checked beyond the SDK's own import (which every process that
+    calls the API pays; the page gives its figure): what the run itself adds (issue 36)."""
+    claude, floor = result["paths"]["claude"], result["sdk_import"]
+    own = round(claude["median_s"] - floor["wall_s"], 3)
+    out = [check("process start to the first model call beyond `import anthropic`, Claude path (s, median)", own,
+                 "<= 0.5", own <= 0.5)]  # fmt: skip
+    if "cpu_s" in claude:
+        cpu = round(statistics.median(claude["cpu_s"]) - floor["cpu_s"], 3)
+        out.append(check("CPU of a whole one-example run beyond `import anthropic`, Claude path (s, median)", cpu,
+                         "<= 0.7", cpu <= 0.7))  # fmt: skip
     if "help" in result["paths"]:
         value = result["paths"]["help"]["median_s"]
         out.append(check("eval.py --help, process start to exit (s, median)", value, "<= 0.3", value <= 0.3))

@@ -44,7 +44,9 @@ REPO = Path(__file__).resolve().parents[1]
 KEY_ENV = "REACT_BENCH_BENCH_KEY"
 MODELS = ("claude-opus-4-1", "claude-sonnet-4-6")
 GOALS = {"episode": 0.35, "run": 0.20}
-ZERO_SHOT_GOAL = 0.6  # issue 28: a zero-shot 7-step episode on a model with a 1,024-token minimum
+# A zero-shot 7-step episode's prompt stays under the model's minimum cacheable length: caching can
+# save nothing there, so its goal is never dearer than no caching (issue 36; issue 28 asked 0.6).
+ZERO_SHOT_GOAL = 1.0
 ZERO_SHOT_RUN = 20
 _STEP = re.compile(r"(?:Thought|Action) (\d+):")
 

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from react_bench.record import RunHeader
 from react_bench.results import read_records
 from react_bench.tasks import TaskInfo, task_info
 
@@ -31,8 +32,7 @@ SCALAR_COLUMNS = ("id", "question", "gold", "prediction", "correct", "reward", "
 
 
 def _info(run_dir: Path) -> TaskInfo:
-    run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
-    return task_info(run["config"]["task"]["name"])
+    return task_info(RunHeader.read(run_dir).task)
 
 
 def examples_table(run_dir: Path) -> Any:
@@ -75,40 +75,40 @@ def export_run(run_dir: Path, to: str, out: Path | None = None) -> Path:
 def to_inspect_log(run_dir: Path) -> Any:
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
-    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    run = RunHeader.read(run_dir)
     metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
     records = read_records(run_dir)
-    config = run["config"]
-    task, model = config["task"]["name"], run["model_name"]
+    config = run.config
+    task, model = run.task, run.model_name
     info = task_info(task)
     samples = [_sample(record, model, info) for record in records]
     spec = EvalSpec(
-        run_id=run["run_id"],
-        created=run["started"],
+        run_id=run.run_id,
+        created=run.started,
         task=f"react_bench/{task}",
         task_args={
-            "mode": config["solve"]["mode"],
-            "runner": config["solve"]["runner"],
+            "mode": run.mode,
+            "runner": run.runner,
             "split": config["task"]["split"],
         },
         dataset=EvalDataset(name=task, samples=len(records), sample_ids=[r["id"] for r in records]),
         model=model,
         config=EvalConfig(),
         metadata={
-            "fingerprint": run["fingerprint"],
-            "not_applied": run["not_applied"],
-            "protocol": config["protocol"],
+            "fingerprint": run.fingerprint,
+            "not_applied": list(run.not_applied),
+            "protocol": run.protocol,
             "run_dir": str(run_dir),
         },  # fmt: skip
     )
     usage = _usage(metrics["usage"])
     return EvalLog(
         eval=spec,
-        status="success" if len(records) == run["n_examples"] else "started",
+        status="success" if len(records) == run.n_examples else "started",
         results=EvalResults(
-            total_samples=run["n_examples"], completed_samples=len(records), scores=_scores(metrics, info)
+            total_samples=run.n_examples, completed_samples=len(records), scores=_scores(metrics, info)
         ),  # fmt: skip
-        stats=EvalStats(started_at=run["started"], completed_at=run["started"], model_usage={model: usage}),
+        stats=EvalStats(started_at=run.started, completed_at=run.started, model_usage={model: usage}),
         samples=samples,
     )
 

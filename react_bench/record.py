@@ -1,7 +1,7 @@
 """The run record, typed: one line of ``examples.jsonl`` (``ExampleRecord``), its trajectory
-(``Episode``: what the model saw first, then its turns and the events of each step), and the
-vote of a sampled mode (``Vote``). A ground-floor module: it knows the provider-neutral types and
-nothing above them.
+(``Episode``: what the model saw first, then its turns and the events of each step), the vote of a
+sampled mode (``Vote``), and what readers take from ``run.json`` (``RunHeader``). A ground-floor
+module: it knows the provider-neutral types and nothing above them.
 
 One writer, one reader:
 - ``ExampleRecord.to_dict`` is the only way a line is written (``evaluate``); the layout is the
@@ -25,8 +25,10 @@ the event layout.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from react_bench.types import Message, Usage, message_from_dict
@@ -237,3 +239,64 @@ _FIELDS = {f.name for f in fields(ExampleRecord)} - {"scores", "version"}
 def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
     """A line of any version as the current version writes it."""
     return ExampleRecord.from_dict(data).to_dict()
+
+
+@dataclass(frozen=True)
+class RunHeader:
+    """What readers take from a run's ``run.json`` (the settings as composed, the model, the
+    example ids, what the model did not apply), typed: ``mode``, ``runner``, ``task`` and
+    ``protocol`` are read here once, not by string keys in every reader. Runs written before a
+    field was kept read it as None (``endpoint``, ``sdk``, ``coverage``)."""
+
+    run_id: str
+    fingerprint: str
+    started: str
+    model_name: str
+    config: Mapping[str, Any]
+    n_examples: int
+    example_ids: tuple[str, ...] = ()
+    not_applied: tuple[str, ...] = ()
+    endpoint: str | None = None  # host[:port]; None: no server, or a run made before it was recorded
+    sdk: str | None = None
+    coverage: Mapping[str, Any] | None = None
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> RunHeader:
+        return RunHeader(
+            run_id=str(data["run_id"]),
+            fingerprint=str(data.get("fingerprint") or ""),
+            started=str(data.get("started") or ""),
+            model_name=str(data.get("model_name") or ""),
+            config=dict(data.get("config") or {}),
+            n_examples=int(data.get("n_examples") or 0),
+            example_ids=tuple(str(i) for i in data.get("example_ids") or ()),
+            not_applied=tuple(data.get("not_applied") or ()),
+            endpoint=data.get("endpoint"),
+            sdk=data.get("sdk"),
+            coverage=data.get("coverage"),
+        )
+
+    @staticmethod
+    def read(run_dir: str | Path) -> RunHeader:
+        return RunHeader.from_dict(json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8")))
+
+    @property
+    def task(self) -> str:
+        return str((self.config.get("task") or {}).get("name") or "")
+
+    @property
+    def mode(self) -> str:
+        return str((self.config.get("solve") or {}).get("mode") or "")
+
+    @property
+    def runner(self) -> str:
+        return str((self.config.get("solve") or {}).get("runner") or "")
+
+    @property
+    def protocol(self) -> str | None:
+        return self.config.get("protocol")
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """Unreadable examples the run went on without (``coverage.left_out``)."""
+        return tuple((self.coverage or {}).get("left_out") or ())

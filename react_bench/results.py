@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.metrics import groundable, grounded, score_ci
-from react_bench.record import ExampleRecord
+from react_bench.record import ExampleRecord, RunHeader
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -74,23 +74,23 @@ def load_examples(run_dir: str | Path):
 
 def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     records = [_scalars(r, info) for r in iter_records(run_dir)]
-    run = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+    run = RunHeader.read(run_dir)
     metric_names = [m for m in info.metrics if records and m in records[0]]
     metrics: dict[str, Any] = {
-        "run_id": run["run_id"],
-        "fingerprint": run["fingerprint"],
-        "model": run["model_name"],
-        "mode": run["config"]["solve"]["mode"],
-        "runner": run["config"]["solve"]["runner"],
+        "run_id": run.run_id,
+        "fingerprint": run.fingerprint,
+        "model": run.model_name,
+        "mode": run.mode,
+        "runner": run.runner,
         "n": len(records),
-        "n_planned": run["n_examples"],
+        "n_planned": run.n_examples,
         "task": info.name,
         "primary_metric": info.primary_metric,
         "metrics": list(info.metrics),
-        "not_applied": run["not_applied"],
-        "protocol": (run.get("config") or {}).get("protocol"),
-        "endpoint": run.get("endpoint"),  # host[:port] (None: no server, or a run made before it was recorded)
-        "sdk": run.get("sdk"),
+        "not_applied": list(run.not_applied),
+        "protocol": run.protocol,
+        "endpoint": run.endpoint,
+        "sdk": run.sdk,
     }
     for name in metric_names:
         values = [float(r[name]) for r in records]
@@ -99,7 +99,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
     usage = sum((Usage.from_dict(r["usage"]) for r in records), Usage())
     metrics["usage"] = usage.to_dict()
     metrics["calls"] = sum(int(r.get("calls") or 0) for r in records)
-    metrics["left_out"] = list((run.get("coverage") or {}).get("left_out") or [])  # unreadable data skipped on request
+    metrics["left_out"] = list(run.left_out)  # unreadable data skipped on request
     metrics["reasons"] = dict(Counter(r["reason"] for r in records))
     metrics["routes"] = dict(Counter(r["route"] for r in records))
     # An error is an example a fault kept from answering (after the retries): scored as wrong in

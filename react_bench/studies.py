@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.modes import MODES, majority_vote
+from react_bench.record import RunHeader
 from react_bench.results import read_records
 from react_bench.tasks import TASKS, task_info
 
@@ -59,31 +60,31 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
 
     rows = []
     for run_dir in find_runs(paths):
-        run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        run = RunHeader.read(run_dir)
         metrics_path = run_dir / "metrics.json"
         metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
-        config = run["config"]
-        task = config["task"]["name"]
+        config = run.config
+        task = run.task
         primary = task_info(task).primary_metric
         score = metrics.get(primary) or {}
         cost = (metrics.get("cost_usd") or {}).get("total")
         rows.append({
-            "run_dir": str(run_dir), "run_id": run["run_id"], "started": run["started"], "task": task,
-            "mode": config["solve"]["mode"], "runner": config["solve"]["runner"], "model": run["model_name"],
-            "protocol": config["protocol"], "context": (config["solve"].get("context") or {}).get("name", "full"),
+            "run_dir": str(run_dir), "run_id": run.run_id, "started": run.started, "task": task,
+            "mode": run.mode, "runner": run.runner, "model": run.model_name,
+            "protocol": run.protocol, "context": (config["solve"].get("context") or {}).get("name", "full"),
             "metric": primary, "mean": score.get("mean"), "ci_low": (score.get("ci95") or [None, None])[0],
             "ci_high": (score.get("ci95") or [None, None])[1], "n": metrics.get("n"),
-            "n_planned": run["n_examples"], "errors": metrics.get("errors", 0), "cost_usd": cost,
+            "n_planned": run.n_examples, "errors": metrics.get("errors", 0), "cost_usd": cost,
             "cost_per_correct": (metrics.get("cost_usd") or {}).get("per_correct"),
             "tokens_in": sum((metrics.get("usage") or {}).get(k, 0) for k in
                              ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-            "grounded_accuracy": metrics.get("grounded_accuracy"), "ids": tuple(run["example_ids"]),
-            "not_applied": tuple(run.get("not_applied") or ()),
+            "grounded_accuracy": metrics.get("grounded_accuracy"), "ids": run.example_ids,
+            "not_applied": run.not_applied,
             "spent_usd": (metrics.get("cost_usd") or {}).get("spent"),
             "saved_usd": (metrics.get("cost_usd") or {}).get("saved"),
             "cache_hits": (metrics.get("request_cache") or {}).get("hits", 0),
             "calls": sum((metrics.get("request_cache") or {}).get(k, 0) for k in ("hits", "misses")),
-            "endpoint": run.get("endpoint"),
+            "endpoint": run.endpoint,
             "wall_s_per_example": (metrics.get("wall") or {}).get("per_example_s"),
             "wall_s_per_call": (metrics.get("wall") or {}).get("per_call_s"),
             "failure_labels": metrics.get("failure_labels") or {},
