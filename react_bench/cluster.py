@@ -40,6 +40,7 @@ from typing import Any, TextIO
 
 from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
+from react_bench.models.counting import Counts
 from react_bench.modes import MODE_SPECS, Outcome
 from react_bench.runconfig import RaySettings, RunConfig
 from react_bench.tasks import Example, load_task
@@ -282,7 +283,7 @@ class WorkerPool:
             return solved
         message = f"ray: the episode's worker was lost ({'; then '.join(losses)}); retry_errors=true reruns it"
         part = MODE_SPECS[self.cfg.solve.mode].first
-        return Solved(Outcome("", part, "error", 0, Usage(), error=message), [], {}, set(), 0.0)
+        return Solved(Outcome("", part, "error", 0, Usage(), error=message), [], Counts(), 0.0)
 
     def close(self) -> None:
         for task in self._tasks:

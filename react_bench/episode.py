@@ -20,7 +20,7 @@ from typing import Any
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
-from react_bench.models.counting import counting_scope
+from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction
@@ -33,13 +33,13 @@ Sink = Callable[[AgentEvent], None]
 @dataclass
 class Solved:
     """One example's outcome, its calls (responses and failures, in order), the model layers'
-    counts (retries, cache hits and misses, cache write failures), the ids of the responses the
-    request cache served, its wall time, and, from a Ray worker, the events it emitted."""
+    counts (``Counts``: retries, cache hits and misses, cache write failures, the ids of the
+    responses the request cache served), its wall time, and, from a Ray worker, the events it
+    emitted."""
 
     outcome: Outcome
     calls: list[Recorded]
-    counts: dict[str, int]
-    cached: set[str]
+    counts: Counts
     wall_s: float
     events: list[AgentEvent] = field(default_factory=list)
     worker: str | None = None  # the Ray node and process that solved it; None: the run's own process
@@ -47,9 +47,9 @@ class Solved:
 
 async def solve_example(solver: Solver, example: Example, sink: Sink | None = None) -> Solved:
     started = time.monotonic()
-    with example_scope(example.id) as calls, counting_scope() as (counts, cached):
+    with example_scope(example.id) as calls, counting_scope() as counts:
         outcome = await solver.solve(example, sink)
-    return Solved(outcome, calls, dict(counts), set(cached), time.monotonic() - started)
+    return Solved(outcome, calls, counts, time.monotonic() - started)
 
 
 def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:

@@ -385,13 +385,13 @@ class Run:
         """The example's line of examples.jsonl."""
         outcome, counts, calls = solved.outcome, solved.counts, solved.calls
         scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
-        spent, saved = _costs(self.model.name, calls, solved.cached, batched)
+        spent, saved = _costs(self.model.name, calls, counts.cached_ids, batched)
         return replace(
             example_record(example, outcome, scores, self.task.info.primary_metric),
             wall_s=round(solved.wall_s, 4),
-            retries=counts.get("retries", 0),
-            request_cache={"hits": counts.get("cache_hits", 0), "misses": counts.get("cache_misses", 0)},
-            cache_write_failures=counts.get("cache_write_failures", 0),
+            retries=counts.retries,
+            request_cache={"hits": counts.cache_hits, "misses": counts.cache_misses},
+            cache_write_failures=counts.cache_write_failures,
             stop_reasons=stop_reason_counts(calls),
             cost_usd=spent,
             saved_usd=saved,

@@ -198,14 +198,14 @@ async def test_faults_and_cut_streams_are_retried_honouring_retry_after(
         Reply.text("Recovered."),
     )
     waits: list[float] = []
-    with counting_scope() as (counts, _):
+    with counting_scope() as counts:
         response = await generate(retrying(make(), waits, max_retries=5), ask())
     assert response.text == "Recovered."  # nothing of the partial streams leaked in
     assert [r.status for r in server.requests] == [529, 429, 200, 200, 200, 200]
     assert {r.headers["x-stainless-retry-count"] for r in server.requests} == {"0"}  # the SDK does not retry
     assert waits[:2] == [0.005, 0.25]  # the server's retry-after-ms and retry-after
     assert all(0 < w <= 0.001 * 2**k for k, w in enumerate(waits) if k >= 2)  # jittered exponential backoff
-    assert counts["retries"] == 5
+    assert counts.retries == 5
 
 
 async def test_retries_run_out_into_a_retryable_model_error(

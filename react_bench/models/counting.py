@@ -1,41 +1,59 @@
-"""Per-example counts kept by the model layers (retries, request-cache hits and misses).
+"""Per-example counts kept by the model layers (retries, request-cache hits and misses, cache
+writes that failed), as one typed object.
 
-``evaluate`` opens one ``counting_scope()`` around each example; a layer calls ``count(name)``
-(asyncio tasks inherit the context, so concurrent examples never mix their counts). Outside
-a scope counting does nothing.
+``evaluate`` opens one ``counting_scope()`` around each example; a layer adds to the current
+example's ``Counts`` with ``count(name)``, whose name is one of ``Counts``' fields (a ``Literal``:
+mypy refuses any other). asyncio tasks inherit the context, so concurrent examples never mix
+their counts. Outside a scope counting does nothing. The ids of the responses the request cache
+served are kept beside the counts (``served_from_cache``): they are not paid again.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Literal
 
-_COUNTS: ContextVar[Counter[str] | None] = ContextVar("react_bench_counts", default=None)
-_CACHED_IDS: ContextVar[set[str] | None] = ContextVar("react_bench_cached_ids", default=None)
+CountName = Literal["retries", "cache_hits", "cache_misses", "cache_write_failures"]
+
+
+@dataclass
+class Counts:
+    """What the model layers counted for one example."""
+
+    retries: int = 0  # transient faults survived (models.retrying)
+    cache_hits: int = 0  # responses served from the request cache (models.cache)
+    cache_misses: int = 0
+    cache_write_failures: int = 0  # responses used but not stored
+    cached_ids: set[str] = field(default_factory=set)  # the ids of the responses the cache served
+
+    def add(self, name: CountName, k: int = 1) -> None:
+        setattr(self, name, getattr(self, name) + k)
+
+
+_COUNTS: ContextVar[Counts | None] = ContextVar("react_bench_counts", default=None)
 
 
 @contextmanager
-def counting_scope() -> Iterator[tuple[Counter[str], set[str]]]:
-    """Counts by name, and the ids of responses served from the request cache (not paid again)."""
-    counts: Counter[str] = Counter()
-    cached: set[str] = set()
-    tokens = (_COUNTS.set(counts), _CACHED_IDS.set(cached))
+def counting_scope() -> Iterator[Counts]:
+    """The example's counts, filled by the layers while the scope is open."""
+    counts = Counts()
+    token = _COUNTS.set(counts)
     try:
-        yield counts, cached
+        yield counts
     finally:
-        _CACHED_IDS.reset(tokens[1])
-        _COUNTS.reset(tokens[0])
+        _COUNTS.reset(token)
 
 
-def count(name: str, k: int = 1) -> None:
+def count(name: CountName, k: int = 1) -> None:
     counts = _COUNTS.get()
     if counts is not None:
-        counts[name] += k
+        counts.add(name, k)
 
 
 def served_from_cache(response_id: str) -> None:
-    cached = _CACHED_IDS.get()
-    if cached is not None:
-        cached.add(response_id)
+    counts = _COUNTS.get()
+    if counts is not None:
+        counts.cached_ids.add(response_id)
