@@ -67,3 +67,16 @@ def task_wiki(task: str, data_dir: Path, cache_dir: Path | None = None) -> Path:
     from react_bench.tasks import TaskConfig, load_task
 
     return load_task(task).local_wiki(TaskConfig(name=task, data_dir=str(data_dir)), cache_dir)  # type: ignore[attr-defined]
+
+
+def run_notebook(name: str) -> list[dict]:
+    """Execute ``notebooks/<name>`` from the repository root (its variables as the caller set them
+    in the environment); every code cell's outputs, asserted free of errors."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
+    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
+    assert outputs and not [o for o in outputs if o.get("output_type") == "error"], name
+    return outputs

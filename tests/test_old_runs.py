@@ -16,7 +16,7 @@ import pytest
 from react_bench.record import ExampleRecord
 from react_bench.results import iter_example_records, summarize
 from react_bench.tasks import task_info
-from tests.support import REPO, eval_py
+from tests.support import REPO, eval_py, run_notebook
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run_v1"
 # what this version adds to metrics.json: call count, data left out, usage's unknown calls (none here)
@@ -80,15 +80,9 @@ def test_an_old_run_resumes_compares_and_exports(old_run: Path, tmp_path: Path) 
 
 @pytest.mark.parametrize("notebook", ["inspect_trajectories.ipynb", "compare_modes.ipynb"])
 def test_both_notebooks_open_an_old_run(old_run: Path, notebook: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
     monkeypatch.setenv("REACT_BENCH_RUN_DIR", str(old_run))
     monkeypatch.setenv("REACT_BENCH_RUNS", str(old_run.parents[3]))
-    nb = nbformat.read(REPO / "notebooks" / notebook, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
-    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
-    assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+    outputs = run_notebook(notebook)
     if notebook == "inspect_trajectories.ipynb":
         html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
         assert "<b>search</b>" in html

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, records, run_dir_of
+from tests.support import REPO, records, run_dir_of, run_notebook
 
 UNIVERSAL = [" I look it up.\nAction 1: Finish[yes]\nAnswer: yes"] * 200  # every mode can read it
 
@@ -127,16 +127,10 @@ def test_a_sweep_on_the_joblib_launcher(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("notebook", ["inspect_trajectories.ipynb", "compare_modes.ipynb"])
 def test_notebooks_run_without_error(three_runs: Path, notebook: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
     react = next(p for p in three_runs.rglob("react-text/*") if p.is_dir())
     monkeypatch.setenv("REACT_BENCH_RUN_DIR", str(react))
     monkeypatch.setenv("REACT_BENCH_RUNS", str(three_runs))
-    nb = nbformat.read(REPO / "notebooks" / notebook, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO)}}).execute()
-    outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
-    assert outputs and not [o for o in outputs if o.get("output_type") == "error"]
+    outputs = run_notebook(notebook)
     if notebook == "inspect_trajectories.ipynb":
         html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
         assert "<b>search</b>" in html or "<b>text_action</b>" in html  # actions shown with their tool names
