@@ -242,9 +242,7 @@ class SubagentEnv:
         return await self.env.reset(example)
 
     def close(self) -> None:
-        close = getattr(self.env, "close", None)
-        if close is not None:
-            close()
+        self.env.close()
 
     async def step(self, action: Action) -> Observation:
         if action.name == RESEARCH_ACTION:

@@ -89,6 +89,9 @@ class Environment(Protocol):
 
     async def step(self, action: Action) -> Observation: ...
 
+    def close(self) -> None:
+        """The episode is over: release what it holds (a game engine); most hold nothing."""
+
 
 class EnvFactory(Protocol):
     """Makes one environment per episode; ``close`` releases what they share, once per run."""

@@ -140,8 +140,7 @@ class Run:
         examples = task.examples(cfg.task, env)
         if task.coverage is not None and (task.coverage.found < task.coverage.requested or task.coverage.left_out):
             print(f"coverage: {task.coverage.summary()}", file=out)
-        data_notes = getattr(task, "data_notes", None)  # optional: what the data cannot support
-        for line in data_notes(cfg.task, env, examples) if data_notes is not None and not cfg.dry_run else ():
+        for line in task.data_notes(cfg.task, env, examples) if not cfg.dry_run else ():
             print(f"note: {line}", file=out)
         loading = cfg.model.provider == "local" and model is None and cfg.show != "none"
         if loading:  # the embedded model loads here (seconds); the first answer may take minutes more

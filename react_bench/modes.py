@@ -323,9 +323,7 @@ class Solver:
         try:
             actions = env.actions()
         finally:
-            close = getattr(env, "close", None)
-            if close is not None:
-                close()
+            env.close()
         style: Literal["react", "act"] = "act" if episode.route == "act" else "react"
         policy = self._agent_policy(example, episode.first_observation, style, actions)
         return policy.request_at(episode.messages()[: 2 * (step - 1)], step)
@@ -387,9 +385,7 @@ class Solver:
             policy = self._agent_policy(example, first.text, style, env.actions())
             result = await self._episode(policy, env, self.settings.loop, on_event)
         finally:
-            close = getattr(env, "close", None)  # an environment that holds resources for its episode
-            if close is not None:
-                close()
+            env.close()
         outcome = _outcome(result, style, policy.stats, first.text)
         if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
             outcome.episodes += subagent.episodes
@@ -414,6 +410,9 @@ class _NoEnv:
 
     async def step(self, action):  # pragma: no cover - one-call policies never act
         raise AssertionError("this mode takes no actions")
+
+    def close(self) -> None:
+        pass
 
 
 _DELTAS = (AssistantTextDelta, AssistantThinkingDelta)

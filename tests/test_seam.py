@@ -50,6 +50,9 @@ class KVEnv:
     async def reset(self, example: Example) -> Observation:
         return Observation(example.question)
 
+    def close(self) -> None:
+        pass
+
     async def step(self, action: Action) -> Observation:
         if action.name == "get":
             key = str(action.arguments.get("key", ""))
@@ -92,6 +95,9 @@ class KVTask:
                           {"hops": 3})  # fmt: skip
         chosen, self.coverage = select(Pool.of("kvworld", [example]), config)
         return chosen
+
+    def data_notes(self, config: TaskConfig, env_config: Any, examples: list[Example]) -> list[str]:
+        return []
 
     def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
         return {"em": float(prediction.strip() == gold)}
@@ -142,6 +148,9 @@ class DoorEnv:
         return Observation(
             f"You stand before a locked door. A key lies on the floor.\nYour task is to: {example.question}"
         )
+
+    def close(self) -> None:
+        pass
 
     async def step(self, action: Action) -> Observation:
         what = str(next(iter(action.arguments.values()), ""))

@@ -304,6 +304,10 @@ class Task(Protocol):
 
     def environment(self, config: TaskConfig, env_config: Any) -> EnvFactory: ...
 
+    def data_notes(self, config: TaskConfig, env_config: Any, examples: list[Example]) -> list[str]:
+        """What the data cannot support for these examples (said before the run); most: nothing."""
+        ...
+
 
 class TaskClass(Protocol):
     """A task's class, as the registry holds it: its facts are readable without an instance."""

@@ -116,6 +116,9 @@ class WebShopTask(OneGroupPrompts):
         instruction = next((lines[i + 1] for i, line in enumerate(lines[:-1]) if line.startswith("Instruction:")), "")
         return Example(session, instruction, "")
 
+    def data_notes(self, config: TaskConfig, env_config: Any, examples: list[Example]) -> list[str]:
+        return []  # the games (the shop) serve every example they list
+
     def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
         value = reward or 0.0
         return {"score": value, "success": float(value == 1.0)}

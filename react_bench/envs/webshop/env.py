@@ -101,6 +101,9 @@ class WebShopEnv:
         page = await self._show()
         return Observation(page.text)
 
+    def close(self) -> None:
+        pass  # the HTTP client is the factory's, shared by every episode and closed once per run
+
     async def step(self, action: Action) -> Observation:
         async with self._lock:  # one page at a time, in the order the calls came
             if self.state.page_type == "end":

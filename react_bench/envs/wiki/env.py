@@ -217,6 +217,9 @@ class WikiEnv:
         """The first observation is the question (or claim) itself."""
         return Observation(example.question)
 
+    def close(self) -> None:
+        pass  # the backend is the factory's, shared by every episode and closed once per run
+
     async def step(self, action: Action) -> Observation:
         name = action.name
         if action.text is not None and name not in TOOL_PARAMS:  # the text runner: think, or invalid
