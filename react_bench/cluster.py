@@ -35,11 +35,13 @@ import asyncio
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, TextIO
 
 from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
+from react_bench.events import AgentEvent
 from react_bench.models.counting import Counts
 from react_bench.modes import MODE_SPECS, Outcome
 from react_bench.runconfig import RaySettings, RunConfig
@@ -260,9 +262,17 @@ class WorkerPool:
             self.replacements += 1
             self._spawn()
 
-    async def solve(self, example: Example) -> Solved:
-        """The example solved by a worker; lost with its worker, once more by another; lost twice
-        (or no worker left): an error outcome naming the loss, rerun by ``retry_errors``."""
+    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None = None) -> Solved:
+        """The example solved by a worker (its events given to ``sink`` once the episode is back, as
+        the worker saw them); lost with its worker, once more by another; lost twice (or no worker
+        left): an error outcome naming the loss, rerun by ``retry_errors``."""
+        solved = await self._solve(example)
+        if sink is not None:
+            for event in solved.events:
+                sink(event)
+        return solved
+
+    async def _solve(self, example: Example) -> Solved:
         lost_errors = _lost_errors(self.ray)
         losses: list[str] = []
         for _ in range(2):

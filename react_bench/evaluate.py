@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from react_bench import rundir
 from react_bench.console import ProgressBar, TrajectoryPrinter
@@ -285,46 +285,29 @@ class Run:
             print(f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
                   "every API's rate limits; model.requests_per_minute paces the calls)", file=out)  # fmt: skip
             concurrency = MAX_CONCURRENCY
-        pool = None
+        executor: Executor = LocalExecutor(self.solver)
         if cfg.executor == "ray" and todo:  # the episodes on Ray workers; this process stays the writer
             from react_bench.cluster import WorkerPool
 
             pool = await WorkerPool.start(cfg, self.run_id, events=on_event is not None or cfg.show == "trajectories",
                                           out=out)  # fmt: skip
             concurrency = min(max(concurrency, pool.capacity), MAX_CONCURRENCY)
-
-        async def solve(example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
-            if pool is None:
-                return await solve_example(self.solver, example, sink)
-            solved = await pool.solve(example)
-            if sink is not None:
-                for event in solved.events:
-                    sink(event)  # as the worker saw them, once the episode is back
-            return solved
+            executor = pool
 
         semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
         cassette_kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
         enabled = cfg.progress and cfg.show != "none"
         bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
-        printer = None
-        if cfg.show == "trajectories":
-            printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1)
-            user_sink = on_event
+        printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1) if cfg.show == "trajectories" else None
 
-            def on_event(example_id: str, event: AgentEvent) -> None:
-                printer(example_id, event)
-                if user_sink is not None:
-                    user_sink(example_id, event)
+        def heartbeat(example_id: str, event: AgentEvent) -> None:
+            if isinstance(event, StepStarted):  # the bar names the step in progress: a long first example
+                bar.heartbeat(example_id, event.step)  # is not silence
 
-        if enabled:  # a heartbeat: the bar names the step in progress, so a long first example is not silence
-            inner_sink = on_event
-
-            def on_event(example_id: str, event: AgentEvent) -> None:
-                if isinstance(event, StepStarted):
-                    bar.heartbeat(example_id, event.step)
-                if inner_sink is not None:
-                    inner_sink(example_id, event)
+        # Who reads the events: the trajectory printer, the bar's heartbeat, the caller's own sink.
+        sinks = [s for s in (printer, heartbeat if enabled else None, on_event) if s is not None]
+        on_event = None if not sinks else (sinks[0] if len(sinks) == 1 else functools.partial(_fan_out, sinks))
 
         finished = 0
         from react_bench.batch import batch_response_ids
@@ -339,7 +322,7 @@ class Run:
                 sink = None if on_event is None else functools.partial(on_event, example.id)
                 if printer is not None:
                     printer.begin(example.id, example.question, example.gold)
-                solved = await solve(example, sink)
+                solved = await executor.solve(example, sink)
                 record = self.record(example, solved, batched)
                 if budget is not None:
                     await budget.done(example.id, record.cost_usd)
@@ -376,8 +359,7 @@ class Run:
             DELTAS.reset(wanted)
             await writer.aclose()
             bar.close()
-            if pool is not None:
-                pool.close()
+            executor.close()
         return finished
 
     def record(self, example: Example, solved: Solved, batched: set[str]) -> ExampleRecord:
@@ -396,6 +378,34 @@ class Run:
             saved_usd=saved,
             worker=solved.worker,
         )
+
+
+class Executor(Protocol):
+    """Where a run's episodes are solved: in this process (``LocalExecutor``) or on Ray workers
+    (``cluster.WorkerPool``). Either way this process stays the run's one writer: an executor
+    only returns each example's ``Solved`` (its events given to ``sink`` as they were seen)."""
+
+    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class LocalExecutor:
+    """The episodes in this process, on its event loop (``concurrency`` at once)."""
+
+    solver: Solver
+
+    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
+        return await solve_example(self.solver, example, sink)
+
+    def close(self) -> None:
+        pass
+
+
+def _fan_out(sinks: list[EventSink], example_id: str, event: AgentEvent) -> None:
+    for sink in sinks:
+        sink(example_id, event)
 
 
 def _caching(cfg: RunConfig) -> tuple[bool, int]:
