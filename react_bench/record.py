@@ -59,6 +59,7 @@ class StepAction:
     arguments: Mapping[str, Any]
     observation: str | None = None  # None: the episode ended before it was answered
     is_error: bool = False
+    text: str | None = None  # the text runner: the action as written and executed ("search[Ed Wood]")
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,12 @@ class Episode:
         steps: dict[int, dict[str, Any]] = {}
         pending: dict[str, dict[str, Any]] = {}  # call id -> its action, until its observation
         for event in self.events:
-            number = int(event.get("step") or 0)
-            if not number:
-                continue
+            number = int(event.get("step") or 0)  # 0: an event written without its step (kept, not dropped)
             step = steps.setdefault(number, {"actions": [], "usage": Usage(), "parse_error": None})
             match event.get("type"):
                 case "tool_called":
                     action = {"name": str(event.get("name") or ""), "arguments": dict(event.get("arguments") or {}),
-                              "observation": None, "is_error": False}  # fmt: skip
+                              "observation": None, "is_error": False, "text": event.get("text")}  # fmt: skip
                     step["actions"].append(action)
                     pending[str(event.get("call_id"))] = action
                 case "tool_execution_finished":
@@ -126,7 +125,7 @@ class Episode:
         return [
             Step(
                 number,
-                said[number - 1] if number <= len(said) else "",
+                said[number - 1] if 0 < number <= len(said) else "",
                 tuple(StepAction(**a) for a in s["actions"]),
                 s["usage"],
                 s["parse_error"],
@@ -231,6 +230,15 @@ class ExampleRecord:
     def first_observation(self) -> str | None:
         """What the model saw first in the example's first episode."""
         return self.trajectory[0].first_observation if self.trajectory else None
+
+    def executed(self) -> list[StepAction]:
+        """Every action the environment answered, over the example's episodes, in order."""
+        return [a for e in self.trajectory for s in e.steps() for a in s.actions if a.observation is not None]
+
+    @staticmethod
+    def of(record: ExampleRecord | Mapping[str, Any]) -> ExampleRecord:
+        """A record as it is, or a line's dict (a notebook's DataFrame row) read as one."""
+        return record if isinstance(record, ExampleRecord) else ExampleRecord.from_dict(record)
 
 
 _FIELDS = {f.name for f in fields(ExampleRecord)} - {"scores", "version"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +52,16 @@ _SUMMARY_FIELDS = ("id", "correct", "in_label_set", "usage", "reason", "route", 
                    "calls", "stop_reasons", "cache_write_failures")  # fmt: skip
 
 
-def _scalars(record: dict[str, Any], info: TaskInfo) -> dict[str, Any]:
+def _scalars(record: ExampleRecord, info: TaskInfo) -> dict[str, Any]:
     """What ``summarize`` needs of a record: its scalar fields, scores and the groups of its
-    metadata, plus the two figures read from the trajectory (failure label, grounded), so
+    metadata, plus the figures read from the trajectory (failure label, grounded, actions), so
     a run of any size is summarised holding one trajectory at a time."""
-    out = {k: record[k] for k in (*_SUMMARY_FIELDS, *info.metrics) if k in record}
-    metadata = record.get("metadata") or {}
-    out["metadata"] = {k: metadata[k] for k in info.groups if k in metadata}
+    line = record.to_dict()
+    out = {k: line[k] for k in (*_SUMMARY_FIELDS, *info.metrics) if k in line}
+    out["metadata"] = {k: record.metadata[k] for k in info.groups if k in record.metadata}
     out["_failure_label"] = failure_label(record)
-    out["_groundable"] = info.grounded_answers and groundable(str(record.get("gold") or ""))
-    out["_grounded"] = out["_groundable"] and grounded(record.get("prediction") or "", observations(record))
+    out["_groundable"] = info.grounded_answers and groundable(record.gold)
+    out["_grounded"] = out["_groundable"] and grounded(record.prediction, observations(record))
     out["_actions"] = action_counts(record)
     return out
 
@@ -73,7 +73,7 @@ def load_examples(run_dir: str | Path):
 
 
 def summarize(run_dir: Path, info: TaskInfo) -> dict[str, Any]:
-    records = [_scalars(r, info) for r in iter_records(run_dir)]
+    records = [_scalars(r, info) for r in iter_example_records(run_dir)]
     run = RunHeader.read(run_dir)
     metric_names = [m for m in info.metrics if records and m in records[0]]
     metrics: dict[str, Any] = {
@@ -163,59 +163,49 @@ FAILURE_LABELS = (
 )
 
 
-def action_counts(record: dict[str, Any]) -> dict[str, int]:
+def action_counts(record: ExampleRecord | Mapping[str, Any]) -> dict[str, int]:
     """Actions executed in a record's episodes, those that ended in an error, and thoughts."""
-    out = {"actions": 0, "invalid": 0, "think": 0}
-    for episode in record.get("trajectory") or []:
-        for event in episode["events"]:
-            if event["type"] == "tool_execution_finished":
-                out["actions"] += 1
-                out["invalid"] += int(bool(event.get("is_error")))
-                out["think"] += int(event.get("name") == "think")
-    return out
+    executed = ExampleRecord.of(record).executed()
+    return {"actions": len(executed), "invalid": sum(a.is_error for a in executed),
+            "think": sum(a.name == "think" for a in executed)}  # fmt: skip
 
 
-def observations(record: dict[str, Any]) -> list[str]:
-    return [observation for _, _, observation in _executed(record)]
+def observations(record: ExampleRecord | Mapping[str, Any]) -> list[str]:
+    return [observation for _, _, observation in _executed(ExampleRecord.of(record))]
 
 
-def _executed(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _executed(record: ExampleRecord) -> list[tuple[str, str, str]]:
     """(action name, the action as called, observation) of every executed call, in order."""
     out = []
-    for episode in record.get("trajectory") or []:
-        called: dict[str, dict[str, Any]] = {}
-        for event in episode["events"]:
-            if event["type"] == "tool_called":
-                called[event["call_id"]] = event
-            elif event["type"] == "tool_execution_finished":
-                call = called.get(event["call_id"], {})
-                arguments = call.get("arguments", {})
-                if call.get("text") is not None:  # the text runner: the action as executed, "search[Ed Wood]"
-                    name, action = event["name"], str(call["text"]).strip()
-                elif event["name"] == "text_action":  # runs recorded before the environment seam
-                    action = str(arguments.get("action", ""))
-                    name = action.split("[", 1)[0].strip().lower()
-                else:
-                    name, action = event["name"], json.dumps([event["name"], arguments], sort_keys=True)
-                out.append((name, action, event["observation"]))
+    for action in record.executed():
+        if action.text is not None:  # the text runner: the action as executed, "search[Ed Wood]"
+            name, called = action.name, action.text.strip()
+        elif action.name == "text_action":  # runs recorded before the environment seam
+            called = str(action.arguments.get("action", ""))
+            name = called.split("[", 1)[0].strip().lower()
+        else:
+            name, called = action.name, json.dumps([action.name, dict(action.arguments)], sort_keys=True)
+        out.append((name, called, action.observation or ""))
     return out
 
 
-def failure_label(record: dict[str, Any]) -> str:
-    if record["reason"] == "error":
+def failure_label(record: ExampleRecord | Mapping[str, Any]) -> str:
+    """The example's label of ``FAILURE_LABELS`` (a record, or a line's dict as a notebook has it)."""
+    r = ExampleRecord.of(record)
+    if r.reason == "error":
         return "error"
-    if record.get("correct"):
+    if r.correct:
         return "correct"
-    executed = _executed(record)
+    executed = _executed(r)
     actions = [action for _, action, _ in executed]
     if any(actions.count(a) >= 3 for a in set(actions)):
         return "repeated_action"
     searches = [observation for name, _, observation in executed if name == "search"]
     if searches and all(o.startswith("Could not find") for o in searches):
         return "search_failures_only"
-    if int(record.get("bad_calls") or 0) > 0:
+    if r.bad_calls > 0:
         return "parse_failures"
-    if record["reason"] == "step_limit":
+    if r.reason == "step_limit":
         return "step_limit"
     return "wrong_answer"
 
