@@ -69,6 +69,7 @@ class Step:
     actions: tuple[StepAction, ...] = ()
     usage: Usage = Usage()
     parse_error: str | None = None
+    finished: bool = False  # the step's turn came back whole (a ``step_finished`` event; its usage is the turn's)
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class Episode:
         pending: dict[str, dict[str, Any]] = {}  # call id -> its action, until its observation
         for event in self.events:
             number = int(event.get("step") or 0)  # 0: an event written without its step (kept, not dropped)
-            step = steps.setdefault(number, {"actions": [], "usage": Usage(), "parse_error": None})
+            step = steps.setdefault(number, {"actions": [], "usage": Usage(), "parse_error": None, "finished": False})
             match event.get("type"):
                 case "tool_called":
                     action = {"name": str(event.get("name") or ""), "arguments": dict(event.get("arguments") or {}),
@@ -121,7 +122,7 @@ class Episode:
                 case "parse_error":
                     step["parse_error"] = str(event.get("message") or "")
                 case "step_finished":
-                    step["usage"] = Usage.from_dict(event.get("usage"))
+                    step["usage"], step["finished"] = Usage.from_dict(event.get("usage")), True
         return [
             Step(
                 number,
@@ -129,6 +130,7 @@ class Episode:
                 tuple(StepAction(**a) for a in s["actions"]),
                 s["usage"],
                 s["parse_error"],
+                s["finished"],
             )  # fmt: skip
             for number, s in sorted(steps.items())
         ]

@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.modes import MODES, majority_vote
-from react_bench.record import RunHeader
-from react_bench.results import read_records
+from react_bench.record import ExampleRecord, RunHeader
+from react_bench.results import iter_example_records, read_records
 from react_bench.tasks import TASKS, task_info
 
 
@@ -262,17 +262,17 @@ def paired(runs: Any) -> list[dict[str, Any]]:
 def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
     """The examples two runs over the same ids got differently (right in one, wrong in the other),
     with both answers, the gold and where each trajectory lies (the run folder and the id)."""
-    a_records = {r["id"]: r for r in read_records(Path(a_dir))}
+    a_records = {r.id: r for r in iter_example_records(Path(a_dir))}
     out = []
-    for b in read_records(Path(b_dir)):
-        a = a_records.get(b["id"])
-        if a is None or bool(a.get("correct")) == bool(b.get("correct")):
+    for b in iter_example_records(Path(b_dir)):
+        a = a_records.get(b.id)
+        if a is None or a.correct == b.correct:
             continue
-        out.append({"id": b["id"], "question": b.get("question"), "gold": b.get("gold"),
-                    "a_prediction": a.get("prediction"), "a_correct": bool(a.get("correct")),
-                    "b_prediction": b.get("prediction"), "b_correct": bool(b.get("correct")),
-                    "a_trajectory": f"{a_dir}/examples.jsonl#{a['id']}",
-                    "b_trajectory": f"{b_dir}/examples.jsonl#{b['id']}"})  # fmt: skip
+        out.append({"id": b.id, "question": b.question, "gold": b.gold,
+                    "a_prediction": a.prediction, "a_correct": a.correct,
+                    "b_prediction": b.prediction, "b_correct": b.correct,
+                    "a_trajectory": f"{a_dir}/examples.jsonl#{a.id}",
+                    "b_trajectory": f"{b_dir}/examples.jsonl#{b.id}"})  # fmt: skip
     return out
 
 
@@ -285,7 +285,7 @@ def _label(row: Any) -> str:
 
 
 def _correct_by_id(run_dir: Path) -> dict[str, float]:
-    return {r["id"]: float(bool(r.get("correct"))) for r in read_records(run_dir)}
+    return {r.id: float(r.correct) for r in iter_example_records(run_dir)}
 
 
 def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) -> list[float]:
@@ -293,40 +293,39 @@ def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) 
     from react_bench.tasks import load_task
 
     task = load_task(task_name)
-    records = read_records(run_dir)
-    n = max((len(r.get("samples") or []) for r in records), default=0)
+    records = list(iter_example_records(run_dir))
+    n = max((len(r.samples) for r in records), default=0)
     ks = range(1, (max_k or n) + 1)
     curve = []
     for k in ks:
         right = 0.0
         for r in records:
             answer = _answer_at_k(r, mode, k)
-            right += task.score(answer, r["gold"])[task.info.primary_metric]
+            right += task.score(answer, r.gold)[task.info.primary_metric]
         curve.append(right / len(records) if records else 0.0)
     return curve
 
 
-def _answer_at_k(record: dict[str, Any], mode: str, k: int) -> str:
-    samples = record.get("samples") or []
+def _answer_at_k(record: ExampleRecord, mode: str, k: int) -> str:
+    samples = list(record.samples)
     vote = majority_vote(samples[:k]) if samples else None
     if mode == "react_cot_sc":
-        return vote.answer if record["route"] == "react->cot_sc" and vote is not None else record["prediction"]
-    if mode == "cot_sc_react" and vote is not None and vote.count < k / 2 and record["route"] == "cot_sc->react":
-        return record["prediction"]
-    return vote.answer if vote is not None else record["prediction"]
+        return vote.answer if record.route == "react->cot_sc" and vote is not None else record.prediction
+    if mode == "cot_sc_react" and vote is not None and vote.count < k / 2 and record.route == "cot_sc->react":
+        return record.prediction
+    return vote.answer if vote is not None else record.prediction
 
 
 def tokens_per_step(run_dir: Path) -> list[dict[str, float]]:
     """Mean input tokens of the turn at each step: uncached, cache writes, cache reads."""
     sums: dict[int, list[float]] = {}
-    for record in read_records(run_dir):
-        for episode in record.get("trajectory") or []:
-            for event in episode["events"]:
-                if event["type"] == "step_finished":
-                    u = event["usage"]
-                    values = [u["input_tokens"], u["cache_creation_input_tokens"], u["cache_read_input_tokens"], 1]
-                    totals = sums.setdefault(event["step"], [0.0, 0.0, 0.0, 0.0])
-                    sums[event["step"]] = [a + b for a, b in zip(totals, values, strict=True)]
+    for record in iter_example_records(run_dir):
+        for episode in record.trajectory:
+            for step in (s for s in episode.steps() if s.finished):
+                u = step.usage
+                values = [u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, 1]
+                totals = sums.setdefault(step.number, [0.0, 0.0, 0.0, 0.0])
+                sums[step.number] = [a + b for a, b in zip(totals, values, strict=True)]
     return [{"step": s, "uncached": t[0] / t[3], "written": t[1] / t[3], "read": t[2] / t[3]}
             for s, t in sorted(sums.items())]  # fmt: skip
 
