@@ -239,8 +239,11 @@ class ExampleRecord:
 
     @staticmethod
     def of(record: ExampleRecord | Mapping[str, Any]) -> ExampleRecord:
-        """A record as it is, or a line's dict (a notebook's DataFrame row) read as one."""
-        return record if isinstance(record, ExampleRecord) else ExampleRecord.from_dict(record)
+        """A record as it is, or a line's dict (a notebook's DataFrame row) read as one; a NaN (what
+        pandas puts where a row has no value) reads as absent."""
+        if isinstance(record, ExampleRecord):
+            return record
+        return ExampleRecord.from_dict({k: v for k, v in record.items() if not (isinstance(v, float) and v != v)})
 
 
 _FIELDS = {f.name for f in fields(ExampleRecord)} - {"scores", "version"}

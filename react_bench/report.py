@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from react_bench.record import ExampleRecord
 from react_bench.results import failure_label, read_records
 
 _STYLE = """
@@ -30,18 +32,24 @@ img { max-width: 100%; border: 1px solid #ddd; }
 """
 
 
-def trajectory_html(record: dict[str, Any]) -> str:
-    """One example: question, gold, prediction, label, then each episode's events and turns."""
+def trajectory_html(record: ExampleRecord | Mapping[str, Any]) -> str:
+    """One example: question, gold, prediction, label, then each episode: what the model saw first,
+    its events and turns (a record, or a line's dict as a notebook's row has it)."""
     e = html.escape
-    label = failure_label(record)
-    verdict = "right" if record.get("correct") else "wrong"
+    r = ExampleRecord.of(record)
+    label = failure_label(r)
+    verdict = "right" if r.correct else "wrong"
     parts = [
-        f"<h3>{e(str(record.get('question')))}</h3><p>gold <b>{e(str(record.get('gold')))}</b>, prediction "
-        f"<b>{e(str(record.get('prediction')))}</b> (<span class='{verdict}'>{verdict}</span>, {e(label)})</p>"
+        f"<h3>{e(r.question)}</h3><p>gold <b>{e(r.gold)}</b>, prediction "
+        f"<b>{e(r.prediction)}</b> (<span class='{verdict}'>{verdict}</span>, {e(label)})</p>"
     ]
-    for episode in record.get("trajectory") or []:
-        parts.append(f"<h4>episode: {e(str(episode.get('route')))}</h4><ol>")
-        for event in episode.get("events") or []:
+    for episode in r.trajectory:
+        parts.append(f"<h4>episode: {e(episode.route)}</h4>")
+        if episode.first_observation is not None:
+            parts.append(f"<details><summary>first observation</summary><pre>{e(episode.first_observation)}</pre>"
+                         "</details>")  # fmt: skip
+        parts.append("<ol>")
+        for event in episode.events:
             kind = event.get("type")
             if kind == "tool_called":
                 args = ", ".join(f"{k}={v!r}" for k, v in (event.get("arguments") or {}).items())
@@ -56,7 +64,7 @@ def trajectory_html(record: dict[str, Any]) -> str:
                     f"<li><i>ends</i>: {e(str(event.get('reason')))}, answer {e(repr(event.get('answer')))}</li>"
                 )
         parts.append("</ol>")
-        for message in episode.get("history") or []:
+        for message in episode.history:
             for block in message.get("content") or []:
                 if block.get("type") == "text":
                     parts.append(f"<pre>{e(block['text'])}</pre>")

@@ -102,6 +102,11 @@ async def test_the_first_observation_is_recorded_and_the_last_request_replays_ex
             )
         case "webshop":
             assert "[Search]" in first and record.question in first
+    import html
+
+    from react_bench.report import trajectory_html
+
+    assert html.escape(first) in trajectory_html(record)  # the notebook's and the report's view show it
     sent = model.requests[-1]
     step = record.steps
     assert step >= 2
