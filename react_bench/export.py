@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from react_bench.record import RunHeader
+from react_bench.record import ExampleRecord, RunHeader
 from react_bench.results import read_records
 from react_bench.tasks import TaskInfo, task_info
 
@@ -144,11 +144,16 @@ def _sample(record: dict[str, Any], model: str, info: TaskInfo) -> Any:
     from inspect_ai.model import ChatMessageUser, ModelOutput
     from inspect_ai.scorer import Score
 
-    messages: list[Any] = [ChatMessageUser(content=record["question"])]
-    for k, episode in enumerate(record.get("trajectory") or [], start=1):
-        if len(record["trajectory"]) > 1:
-            messages.append(ChatMessageUser(content=f"[episode {k}: {episode['route']}]"))
-        messages += _messages(episode["history"], episode.get("events") or [])
+    typed = ExampleRecord.of(record)
+    messages: list[Any] = []
+    for k, episode in enumerate(typed.trajectory, start=1):
+        if len(typed.trajectory) > 1:
+            messages.append(ChatMessageUser(content=f"[episode {k}: {episode.route}]"))
+        # what the model saw first (ALFWorld's room, WebShop's page); a run before it was kept: the question
+        messages.append(ChatMessageUser(content=episode.first_observation or typed.question))
+        messages += _messages([dict(m) for m in episode.history], [dict(e) for e in episode.events])
+    if not typed.trajectory:
+        messages.append(ChatMessageUser(content=typed.question))
     metric_names: list[str] = [m for m in info.metrics if m in record]
     scores = {m: Score(value=float(record[m]), answer=record["prediction"], explanation=f"gold: {record['gold']}")
               for m in metric_names}  # fmt: skip
