@@ -56,7 +56,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar, assert_never, get_args
+from typing import Any, assert_never, get_args
 
 import anthropic
 import httpx2
@@ -89,14 +89,11 @@ from react_bench.models.base import (
 )
 from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.collector import collect, response_to_events
-from react_bench.models.deadline import Deadline
+from react_bench.models.deadline import Deadline, attempt_s
 from react_bench.models.stopping import StreamStops
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
-T = TypeVar("T")
 _CACHE = {"type": "ephemeral"}
-# The slowest rate the API streams at, and the longest it takes to start: the default deadline of an attempt.
-_SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
 
 
 # What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
@@ -275,9 +272,7 @@ class AnthropicClient:
 
     def deadline_s(self, max_tokens: int) -> float:
         """How long one attempt may take, whole (``deadline_s``, or by ``max_tokens``)."""
-        if self.config.deadline_s is not None:
-            return self.config.deadline_s
-        return _FIRST_TOKEN_S + max_tokens / _SLOWEST_TOKENS_PER_S
+        return attempt_s(self.config.deadline_s, max_tokens)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         plan = self.plan(request)

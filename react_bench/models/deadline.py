@@ -12,6 +12,16 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 T = TypeVar("T")
+# The slowest rate a server is taken to stream at, and the longest it takes to start.
+SLOWEST_TOKENS_PER_S, FIRST_TOKEN_S = 20.0, 60.0
+
+
+def attempt_s(configured: float | None, max_tokens: int, first_token_s: float = FIRST_TOKEN_S) -> float:
+    """How long one attempt may take, whole: the configured ``deadline_s``, else the time to start
+    plus ``max_tokens`` at the slowest rate a server streams."""
+    if configured is not None:
+        return configured
+    return first_token_s + max_tokens / SLOWEST_TOKENS_PER_S
 
 
 class Deadline:

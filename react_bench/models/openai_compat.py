@@ -60,7 +60,7 @@ from react_bench.models.base import (
     retry_after_s,
     token_count,
 )
-from react_bench.models.deadline import Deadline
+from react_bench.models.deadline import FIRST_TOKEN_S, Deadline, attempt_s
 from react_bench.models.stopping import StopScanner
 from react_bench.types import (
     Message,
@@ -81,8 +81,6 @@ _FINISH = {"length": StopReason.MAX_TOKENS, "tool_calls": StopReason.TOOL_USE, "
 _FAILED = frozenset({"abort", "error"})  # vLLM's finish reasons for a generation that failed: retried
 # What the SDK raises on bytes it cannot read (json, utf-8, nesting too deep) and a wrongly typed field.
 _PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError)
-# The slowest rate a server is taken to stream at, and the longest it takes to start (the default deadline).
-_SLOWEST_TOKENS_PER_S, _FIRST_TOKEN_S = 20.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -155,9 +153,7 @@ class OpenAICompatClient:
 
     def deadline_s(self, max_tokens: int) -> float:
         """How long one attempt may take, whole (``deadline_s``, or by ``max_tokens``)."""
-        if self.config.deadline_s is not None:
-            return self.config.deadline_s
-        return max(_FIRST_TOKEN_S, self.config.timeout_s) + max_tokens / _SLOWEST_TOKENS_PER_S
+        return attempt_s(self.config.deadline_s, max_tokens, max(FIRST_TOKEN_S, self.config.timeout_s))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         import httpx2
@@ -411,7 +407,7 @@ def _label(value: object) -> str:
 def _usage(usage: Any) -> Usage:
     """The chunk's usage, checked: a count that is not a token count, or ``cached_tokens`` above
     ``prompt_tokens``, is a ``MalformedResponse`` (it would corrupt usage and cost)."""
-    if isinstance(usage, str | int | float | list | bool):
+    if isinstance(usage, str | int | float | list):
         raise MalformedResponse(f"usage is {usage!r}, not an object")
     prompt = token_count(getattr(usage, "prompt_tokens", None), "usage.prompt_tokens")
     completion = token_count(getattr(usage, "completion_tokens", None), "usage.completion_tokens")
