@@ -249,11 +249,6 @@ class ExampleRecord:
 _FIELDS = {f.name for f in fields(ExampleRecord)} - {"scores", "version"}
 
 
-def upgrade(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A line of any version as the current version writes it."""
-    return ExampleRecord.from_dict(data).to_dict()
-
-
 @dataclass(frozen=True)
 class RunHeader:
     """What readers take from a run's ``run.json`` (the settings as composed, the model, the
