@@ -48,7 +48,7 @@ from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
-from react_bench.record import ExampleRecord
+from react_bench.record import ExampleRecord, RunMetrics
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.runners.common import DELTAS
@@ -59,9 +59,18 @@ from react_bench.types import ModelResponse, Usage
 @dataclass(frozen=True)
 class RunResult:
     run_dir: Path
-    metrics: dict[str, Any]
+    summary: RunMetrics | None  # typed (None: a dry run, which writes dry_run.json instead)
     n_new: int
-    n_over_budget: int = 0  # examples not started because max_cost_usd would have been passed
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The metrics as ``metrics.json`` holds them (plain data, for notebooks and JSON tools)."""
+        return {} if self.summary is None else self.summary.to_dict()
+
+    @property
+    def n_over_budget(self) -> int:
+        """Examples not started because ``max_cost_usd`` would have been passed."""
+        return 0 if self.summary is None else self.summary.over_budget
 
 
 def run_dir_for(cfg: RunConfig, run_id: str) -> Path:
@@ -222,11 +231,10 @@ class Run:
             budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
                                   _caching(cfg))  # fmt: skip
         n_new = await self._run_examples(todo, len(done), on_event, budget, deltas)
-        metrics = summarize(run_dir, self.task.info)
         over = len(budget.skipped) if budget is not None else 0
-        metrics["over_budget"] = over
-        rundir.write_json(run_dir / rundir.METRICS, metrics)
-        return RunResult(run_dir, metrics, n_new, over)
+        metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
+        rundir.write_json(run_dir / rundir.METRICS, metrics.to_dict())
+        return RunResult(run_dir, metrics, n_new)
 
     async def prefetch(self, todo: list[Example]) -> None:
         """``batch=true``: the single-call requests through the Message Batches API, into the cache."""
@@ -272,7 +280,7 @@ class Run:
             f"first request: {run_dir / 'dry_run_request.json'}",
             file=self.out,
         )
-        return RunResult(run_dir, {"dry_run": summary, "errors": 0}, 0)
+        return RunResult(run_dir, None, 0)
 
     async def _run_examples(
         self, todo: list[Example], n_done: int, on_event: EventSink | None, budget: Budget | None, deltas: bool

@@ -18,17 +18,16 @@ How a trajectory becomes inspect_ai messages (one ``EvalSample`` per example):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from react_bench.record import ExampleRecord, RunHeader
-from react_bench.results import read_records
+from react_bench.record import ExampleRecord, RunHeader, RunMetrics
+from react_bench.record import Score as RunScore
+from react_bench.results import iter_example_records
 from react_bench.tasks import TaskInfo, task_info
+from react_bench.types import Usage
 
 FORMATS = ("inspect", "csv", "parquet")
-SCALAR_COLUMNS = ("id", "question", "gold", "prediction", "correct", "reward", "steps", "reason", "route", "backoff",
-                  "error", "calls", "bad_calls", "retries", "cost_usd")  # fmt: skip
 
 
 def _info(run_dir: Path) -> TaskInfo:
@@ -36,17 +35,20 @@ def _info(run_dir: Path) -> TaskInfo:
 
 
 def examples_table(run_dir: Path) -> Any:
-    """The examples as a flat pandas DataFrame: scalar columns, usage and metadata spread out."""
+    """The examples as a flat pandas DataFrame: scalar columns (the task's scores after
+    ``correct``), usage and metadata spread out."""
     import pandas as pd
 
+    metrics = _info(run_dir).metrics
     rows = []
-    columns = (*SCALAR_COLUMNS[:5], *_info(run_dir).metrics, *SCALAR_COLUMNS[5:])
-    for record in read_records(run_dir):
-        row = {k: record.get(k) for k in columns if k in record}
-        row.update({f"usage_{k}": v for k, v in (record.get("usage") or {}).items()})
-        row.update(
-            {f"meta_{k}": v for k, v in (record.get("metadata") or {}).items() if not isinstance(v, list | dict)}
-        )
+    for r in iter_example_records(run_dir):
+        row: dict[str, Any] = {"id": r.id, "question": r.question, "gold": r.gold, "prediction": r.prediction,
+                               "correct": r.correct, **{m: r.scores[m] for m in metrics if m in r.scores},
+                               "reward": r.reward, "steps": r.steps, "reason": r.reason, "route": r.route,
+                               "backoff": r.backoff, "error": r.error, "calls": r.calls, "bad_calls": r.bad_calls,
+                               "retries": r.retries, "cost_usd": r.cost_usd}  # fmt: skip
+        row.update({f"usage_{k}": v for k, v in r.usage.to_dict().items()})
+        row.update({f"meta_{k}": v for k, v in r.metadata.items() if not isinstance(v, list | dict)})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -76,8 +78,10 @@ def to_inspect_log(run_dir: Path) -> Any:
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
     run = RunHeader.read(run_dir)
-    metrics = json.loads((run_dir / "metrics.json").read_text(encoding="utf-8"))
-    records = read_records(run_dir)
+    metrics = RunMetrics.read(run_dir)
+    if metrics is None:
+        raise FileNotFoundError(f"{run_dir / 'metrics.json'}: the run has not finished once; resume it first")
+    records = list(iter_example_records(run_dir))
     config = run.config
     task, model = run.task, run.model_name
     info = task_info(task)
@@ -91,7 +95,7 @@ def to_inspect_log(run_dir: Path) -> Any:
             "runner": run.runner,
             "split": config["task"]["split"],
         },
-        dataset=EvalDataset(name=task, samples=len(records), sample_ids=[r["id"] for r in records]),
+        dataset=EvalDataset(name=task, samples=len(records), sample_ids=[r.id for r in records]),
         model=model,
         config=EvalConfig(),
         metadata={
@@ -101,81 +105,69 @@ def to_inspect_log(run_dir: Path) -> Any:
             "run_dir": str(run_dir),
         },  # fmt: skip
     )
-    usage = _usage(metrics["usage"])
+    scores = [_score(name, metrics.scores[name]) for name in info.metrics if name in metrics.scores]
     return EvalLog(
         eval=spec,
         status="success" if len(records) == run.n_examples else "started",
-        results=EvalResults(
-            total_samples=run.n_examples, completed_samples=len(records), scores=_scores(metrics, info)
-        ),  # fmt: skip
-        stats=EvalStats(started_at=run.started, completed_at=run.started, model_usage={model: usage}),
+        results=EvalResults(total_samples=run.n_examples, completed_samples=len(records), scores=scores),
+        stats=EvalStats(started_at=run.started, completed_at=run.started, model_usage={model: _usage(metrics.usage)}),
         samples=samples,
     )
 
 
-def _scores(metrics: dict[str, Any], info: TaskInfo) -> list[Any]:
+def _score(name: str, score: RunScore) -> Any:
     from inspect_ai.log import EvalMetric, EvalScore
 
-    out = []
-    for name in info.metrics:
-        if name in metrics:
-            m = metrics[name]
-            values = {"mean": m["mean"], "ci95_low": m["ci95"][0], "ci95_high": m["ci95"][1]}
-            out.append(
-                EvalScore(name=name, scorer=name, metrics={k: EvalMetric(name=k, value=v) for k, v in values.items()})
-            )
-    return out
+    values = {"mean": score.mean, "ci95_low": score.ci95[0], "ci95_high": score.ci95[1]}
+    return EvalScore(name=name, scorer=name, metrics={k: EvalMetric(name=k, value=v) for k, v in values.items()})
 
 
-def _usage(usage: dict[str, int]) -> Any:
+def _usage(usage: Usage) -> Any:
     from inspect_ai.model import ModelUsage
 
     return ModelUsage(
-        input_tokens=usage["input_tokens"],
-        output_tokens=usage["output_tokens"],
-        total_tokens=sum(usage.values()),
-        input_tokens_cache_write=usage["cache_creation_input_tokens"],
-        input_tokens_cache_read=usage["cache_read_input_tokens"],
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        total_tokens=usage.total_input_tokens + usage.output_tokens,
+        input_tokens_cache_write=usage.cache_creation_input_tokens,
+        input_tokens_cache_read=usage.cache_read_input_tokens,
     )
 
 
-def _sample(record: dict[str, Any], model: str, info: TaskInfo) -> Any:
+def _sample(record: ExampleRecord, model: str, info: TaskInfo) -> Any:
     from inspect_ai.log import EvalError, EvalSample
     from inspect_ai.model import ChatMessageUser, ModelOutput
     from inspect_ai.scorer import Score
 
-    typed = ExampleRecord.of(record)
     messages: list[Any] = []
-    for k, episode in enumerate(typed.trajectory, start=1):
-        if len(typed.trajectory) > 1:
+    for k, episode in enumerate(record.trajectory, start=1):
+        if len(record.trajectory) > 1:
             messages.append(ChatMessageUser(content=f"[episode {k}: {episode.route}]"))
         # what the model saw first (ALFWorld's room, WebShop's page); a run before it was kept: the question
-        messages.append(ChatMessageUser(content=episode.first_observation or typed.question))
+        messages.append(ChatMessageUser(content=episode.first_observation or record.question))
         messages += _messages([dict(m) for m in episode.history], [dict(e) for e in episode.events])
-    if not typed.trajectory:
-        messages.append(ChatMessageUser(content=typed.question))
-    metric_names: list[str] = [m for m in info.metrics if m in record]
-    scores = {m: Score(value=float(record[m]), answer=record["prediction"], explanation=f"gold: {record['gold']}")
-              for m in metric_names}  # fmt: skip
+    if not record.trajectory:
+        messages.append(ChatMessageUser(content=record.question))
+    scores = {m: Score(value=float(record.scores[m]), answer=record.prediction, explanation=f"gold: {record.gold}")
+              for m in info.metrics if m in record.scores}  # fmt: skip
     error = None
-    if record["reason"] == "error":
-        error = EvalError(message=str(record.get("error")), traceback="", traceback_ansi="")
-    keys = ("reason", "route", "steps", "calls", "bad_calls", "retries", "cost_usd", "backoff", "samples")
+    if record.reason == "error":
+        error = EvalError(message=str(record.error), traceback="", traceback_ansi="")
+    kept = {"reason": record.reason, "route": record.route, "steps": record.steps, "calls": record.calls,
+            "bad_calls": record.bad_calls, "retries": record.retries, "cost_usd": record.cost_usd,
+            "backoff": record.backoff, "samples": list(record.samples)}  # fmt: skip
     return EvalSample(
-        id=record["id"],
+        id=record.id,
         epoch=1,
-        input=record["question"],
-        target=record["gold"],
+        input=record.question,
+        target=record.gold,
         messages=messages,
-        output=ModelOutput.from_content(model, record["prediction"]),
+        output=ModelOutput.from_content(model, record.prediction),
         scores=scores,
-        metadata={**{k: record.get(k) for k in keys}, **(record.get("metadata") or {})},
-        model_usage={model: _usage({**_ZERO_USAGE, **(record.get("usage") or {})})},
+        metadata={**kept, **record.metadata},
+        model_usage={model: _usage(record.usage)},
         error=error,
     )
-
-
-_ZERO_USAGE = {"input_tokens": 0, "output_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
 def _messages(history: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[Any]:

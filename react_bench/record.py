@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +308,203 @@ class RunHeader:
     def left_out(self) -> tuple[str, ...]:
         """Unreadable examples the run went on without (``coverage.left_out``)."""
         return tuple((self.coverage or {}).get("left_out") or ())
+
+
+# --- the run's metrics (metrics.json) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Score:
+    """A mean of per-example scores with its 95% interval (Wilson's or the bootstrap)."""
+
+    mean: float
+    ci95: tuple[float, float]
+    ci_method: str = "bootstrap"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "ci95": list(self.ci95), "ci_method": self.ci_method}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Score:
+        low, high = data.get("ci95") or (data["mean"], data["mean"])
+        return Score(float(data["mean"]), (float(low), float(high)), str(data.get("ci_method") or "bootstrap"))
+
+
+@dataclass(frozen=True)
+class GroupScore:
+    """The primary metric over the examples of one group (an ALFWorld task type)."""
+
+    n: int
+    mean: float
+    ci95: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a run cost in USD (``results._cost``); None is unknown, never a silent 0."""
+
+    spent: float | None = 0.0
+    saved: float | None = 0.0
+    total: float | None = None
+    per_example: float | None = None
+    per_correct: float | None = None
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """A run's metrics, as ``results.summarize`` computes them from ``examples.jsonl`` and
+    ``metrics.json`` holds them (``to_dict`` is that file's layout; ``from_dict`` reads a file of
+    any earlier run, a figure it lacks taking its default)."""
+
+    run_id: str
+    task: str
+    model: str
+    mode: str
+    runner: str
+    n: int
+    n_planned: int
+    primary_metric: str
+    metrics: tuple[str, ...]  # the task's metric names, in table order
+    scores: Mapping[str, Score] = field(default_factory=dict)  # those of ``metrics`` the run has
+    fingerprint: str = ""
+    protocol: str | None = None
+    endpoint: str | None = None
+    sdk: str | None = None
+    not_applied: tuple[str, ...] = ()
+    usage: Usage = Usage()
+    calls: int = 0
+    left_out: tuple[str, ...] = ()
+    reasons: Mapping[str, int] = field(default_factory=dict)
+    routes: Mapping[str, int] = field(default_factory=dict)
+    errors: int = 0
+    errored_ids: tuple[str, ...] = ()
+    retries: int = 0
+    request_cache: Mapping[str, int] = field(default_factory=lambda: {"hits": 0, "misses": 0})
+    replaced_chars: int = 0
+    stop_reasons: Mapping[str, int] = field(default_factory=dict)
+    refused: int = 0
+    cache_write_failures: int = 0
+    bad_calls: int = 0
+    repairs: Mapping[str, int] = field(default_factory=dict)
+    out_of_label_set: int | None = None  # FEVER: answers that named no label (None: not a label task)
+    cost: Cost = Cost()
+    failure_labels: Mapping[str, int] = field(default_factory=dict)
+    grounded_n: int = 0
+    grounded: float | None = None
+    grounded_accuracy: float | None = None
+    mean_steps: float = 0.0
+    wall_per_example_s: float | None = None
+    wall_per_call_s: float | None = None
+    mean_actions: float = 0.0
+    actions: int = 0
+    invalid_rate: float = 0.0
+    think_share: float = 0.0
+    by_group: Mapping[str, Mapping[str, GroupScore]] = field(default_factory=dict)
+    over_budget: int = 0  # examples not started because max_cost_usd would have been passed
+
+    @property
+    def primary(self) -> Score | None:
+        return self.scores.get(self.primary_metric)
+
+    @property
+    def cache_hits(self) -> int:
+        return int(self.request_cache.get("hits") or 0)
+
+    @property
+    def cache_calls(self) -> int:
+        """Calls the request cache saw (served or sent)."""
+        return self.cache_hits + int(self.request_cache.get("misses") or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id, "fingerprint": self.fingerprint, "model": self.model, "mode": self.mode,
+            "runner": self.runner, "n": self.n, "n_planned": self.n_planned, "task": self.task,
+            "primary_metric": self.primary_metric, "metrics": list(self.metrics),
+            "not_applied": list(self.not_applied), "protocol": self.protocol, "endpoint": self.endpoint,
+            "sdk": self.sdk,
+        }  # fmt: skip
+        out.update({name: score.to_dict() for name, score in self.scores.items()})
+        out.update(
+            usage=self.usage.to_dict(), calls=self.calls, left_out=list(self.left_out), reasons=dict(self.reasons),
+            routes=dict(self.routes), errors=self.errors, errored_ids=list(self.errored_ids), retries=self.retries,
+            request_cache=dict(self.request_cache), replaced_chars=self.replaced_chars,
+            stop_reasons=dict(self.stop_reasons), refused=self.refused, cache_write_failures=self.cache_write_failures,
+            bad_calls=self.bad_calls, repairs=dict(self.repairs),
+        )  # fmt: skip
+        if self.out_of_label_set is not None:
+            out["out_of_label_set"] = self.out_of_label_set
+        out.update(
+            cost_usd=asdict(self.cost), failure_labels=dict(self.failure_labels), grounded_n=self.grounded_n,
+            grounded=self.grounded, grounded_accuracy=self.grounded_accuracy, mean_steps=self.mean_steps,
+            wall={"per_example_s": self.wall_per_example_s, "per_call_s": self.wall_per_call_s},
+            mean_actions=self.mean_actions,
+            actions={"n": self.actions, "invalid_rate": self.invalid_rate, "think_share": self.think_share},
+            by_group={key: {value: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)}
+                            for value, g in groups.items()} for key, groups in self.by_group.items()},
+            over_budget=self.over_budget,
+        )  # fmt: skip
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> RunMetrics:
+        primary = str(data.get("primary_metric") or "")
+        names = tuple(data.get("metrics") or ())
+        cost = data.get("cost_usd") or {}
+        wall = data.get("wall") or {}
+        acted = data.get("actions") or {}
+        groups = data.get("by_group") or {}
+        return RunMetrics(
+            run_id=str(data.get("run_id") or ""),
+            task=str(data.get("task") or ""),
+            model=str(data.get("model") or ""),
+            mode=str(data.get("mode") or ""),
+            runner=str(data.get("runner") or ""),
+            n=int(data.get("n") or 0),
+            n_planned=int(data.get("n_planned") or 0),
+            primary_metric=primary,
+            metrics=names,
+            scores={name: Score.from_dict(data[name]) for name in names if isinstance(data.get(name), Mapping)},
+            fingerprint=str(data.get("fingerprint") or ""),
+            protocol=data.get("protocol"),
+            endpoint=data.get("endpoint"),
+            sdk=data.get("sdk"),
+            not_applied=tuple(data.get("not_applied") or ()),
+            usage=Usage.from_dict(data.get("usage")),
+            calls=int(data.get("calls") or 0),
+            left_out=tuple(data.get("left_out") or ()),
+            reasons=dict(data.get("reasons") or {}),
+            routes=dict(data.get("routes") or {}),
+            errors=int(data.get("errors") or 0),
+            errored_ids=tuple(data.get("errored_ids") or ()),
+            retries=int(data.get("retries") or 0),
+            request_cache={k: int(v or 0) for k, v in (data.get("request_cache") or {"hits": 0, "misses": 0}).items()},
+            replaced_chars=int(data.get("replaced_chars") or 0),
+            stop_reasons=dict(data.get("stop_reasons") or {}),
+            refused=int(data.get("refused") or 0),
+            cache_write_failures=int(data.get("cache_write_failures") or 0),
+            bad_calls=int(data.get("bad_calls") or 0),
+            repairs=dict(data.get("repairs") or {}),
+            out_of_label_set=None if data.get("out_of_label_set") is None else int(data["out_of_label_set"]),
+            cost=Cost(**{f.name: cost.get(f.name, f.default) for f in fields(Cost)}),
+            failure_labels=dict(data.get("failure_labels") or {}),
+            grounded_n=int(data.get("grounded_n") or 0),
+            grounded=data.get("grounded"),
+            grounded_accuracy=data.get("grounded_accuracy"),
+            mean_steps=float(data.get("mean_steps") or 0.0),
+            wall_per_example_s=wall.get("per_example_s"),
+            wall_per_call_s=wall.get("per_call_s"),
+            mean_actions=float(data.get("mean_actions") or 0.0),
+            actions=int(acted.get("n") or 0),
+            invalid_rate=float(acted.get("invalid_rate") or 0.0),
+            think_share=float(acted.get("think_share") or 0.0),
+            by_group={key: {value: GroupScore(int(g.get("n") or 0), float(g.get(primary) or 0.0),
+                                              tuple(g.get("ci95") or (0.0, 0.0)))
+                            for value, g in values.items()} for key, values in groups.items()},  # fmt: skip
+            over_budget=int(data.get("over_budget") or 0),
+        )
+
+    @staticmethod
+    def read(run_dir: str | Path) -> RunMetrics | None:
+        """A run folder's ``metrics.json``, or None before the run has finished once."""
+        path = Path(run_dir) / "metrics.json"
+        return RunMetrics.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None

@@ -33,13 +33,12 @@ Decisions a next engineer needs:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from react_bench.modes import MODES, majority_vote
-from react_bench.record import ExampleRecord, RunHeader
+from react_bench.record import Cost, ExampleRecord, RunHeader, RunMetrics
 from react_bench.results import iter_example_records, read_records
 from react_bench.tasks import TASKS, task_info
 
@@ -61,35 +60,29 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
     rows = []
     for run_dir in find_runs(paths):
         run = RunHeader.read(run_dir)
-        metrics_path = run_dir / "metrics.json"
-        metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.exists() else {}
+        m = RunMetrics.read(run_dir)  # None: a run that has not finished once
         config = run.config
         task = run.task
         primary = task_info(task).primary_metric
-        score = metrics.get(primary) or {}
-        cost = (metrics.get("cost_usd") or {}).get("total")
+        score = m.scores.get(primary) if m is not None else None
+        cost = m.cost if m is not None else Cost(spent=None, saved=None)
+        groups = m.by_group.get("task_type", {}) if m is not None else {}
         rows.append({
             "run_dir": str(run_dir), "run_id": run.run_id, "started": run.started, "task": task,
             "mode": run.mode, "runner": run.runner, "model": run.model_name,
             "protocol": run.protocol, "context": (config["solve"].get("context") or {}).get("name", "full"),
-            "metric": primary, "mean": score.get("mean"), "ci_low": (score.get("ci95") or [None, None])[0],
-            "ci_high": (score.get("ci95") or [None, None])[1], "n": metrics.get("n"),
-            "n_planned": run.n_examples, "errors": metrics.get("errors", 0), "cost_usd": cost,
-            "cost_per_correct": (metrics.get("cost_usd") or {}).get("per_correct"),
-            "tokens_in": sum((metrics.get("usage") or {}).get(k, 0) for k in
-                             ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")),
-            "grounded_accuracy": metrics.get("grounded_accuracy"), "ids": run.example_ids,
-            "not_applied": run.not_applied,
-            "spent_usd": (metrics.get("cost_usd") or {}).get("spent"),
-            "saved_usd": (metrics.get("cost_usd") or {}).get("saved"),
-            "cache_hits": (metrics.get("request_cache") or {}).get("hits", 0),
-            "calls": sum((metrics.get("request_cache") or {}).get(k, 0) for k in ("hits", "misses")),
+            "metric": primary, "mean": score and score.mean, "ci_low": score and score.ci95[0],
+            "ci_high": score and score.ci95[1], "n": m and m.n,
+            "n_planned": run.n_examples, "errors": m.errors if m else 0, "cost_usd": cost.total,
+            "cost_per_correct": cost.per_correct, "tokens_in": m.usage.total_input_tokens if m else 0,
+            "grounded_accuracy": m and m.grounded_accuracy, "ids": run.example_ids,
+            "not_applied": run.not_applied, "spent_usd": cost.spent, "saved_usd": cost.saved,
+            "cache_hits": m.cache_hits if m else 0, "calls": m.cache_calls if m else 0,
             "endpoint": run.endpoint,
-            "wall_s_per_example": (metrics.get("wall") or {}).get("per_example_s"),
-            "wall_s_per_call": (metrics.get("wall") or {}).get("per_call_s"),
-            "failure_labels": metrics.get("failure_labels") or {},
+            "wall_s_per_example": m and m.wall_per_example_s, "wall_s_per_call": m and m.wall_per_call_s,
+            "failure_labels": dict(m.failure_labels) if m else {},
             "pair": tuple(config.get("prompt_pair") or ()) or None,
-            "by_type": {k: v.get(primary) for k, v in ((metrics.get("by_group") or {}).get("task_type") or {}).items()},
+            "by_type": {k: g.mean for k, g in groups.items()},
         })  # fmt: skip
     return pd.DataFrame(rows)
 

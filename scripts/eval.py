@@ -212,14 +212,15 @@ def main(cfg: DictConfig) -> None:
         fail(f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         interrupted(run_dir)
-    if run_cfg.dry_run:
+    metrics = result.summary
+    if metrics is None:  # a dry run: it printed its estimate
         return
     if run_cfg.show != "none":
         print()
-        print(format_table(result.metrics, task_info(run_cfg.task.name)))
+        print(format_table(metrics, task_info(run_cfg.task.name)))
     print(f"\nresults: {result.run_dir}  ({result.n_new} new example(s); examples.jsonl, calls.jsonl, metrics.json)")
     if result.n_over_budget:
-        spent = (result.metrics.get("cost_usd") or {}).get("spent")
+        spent = metrics.cost.spent
         spent_text = "an unknown amount" if spent is None else f"${spent:.4f}"
         print(
             f"\nbudget: {spent_text} spent of max_cost_usd={run_cfg.max_cost_usd}; {result.n_over_budget} example(s) "
@@ -228,9 +229,9 @@ def main(cfg: DictConfig) -> None:
             file=sys.stderr,
         )
         sys.exit(0 if sweeping() else 4)
-    if result.metrics["errors"]:
+    if metrics.errors:
         print(
-            f"\n{result.metrics['errors']} example(s) ended in an error (see examples.jsonl, reason 'error'); "
+            f"\n{metrics.errors} example(s) ended in an error (see examples.jsonl, reason 'error'); "
             f"rerun exactly those with:\n  {PYTHON} scripts/eval.py resume={result.run_dir} retry_errors=true",
             file=sys.stderr,
         )

@@ -78,7 +78,7 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["not_applied"] == ["temperature=0.0"]
     assert result.metrics["not_applied"] == ["temperature=0.0"]
-    table = format_table(result.metrics, task_info("hotpotqa"))
+    table = format_table(result.summary, task_info("hotpotqa"))
     assert re.search(r"^NOT APPLIED +temperature=0.0$", table, re.MULTILINE)
     assert "does not take temperature=0.0" in out.getvalue()
     # cost at the table's prices (far below the long-prompt tier, so the sum of the calls' usage prices the same)

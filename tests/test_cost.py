@@ -52,7 +52,7 @@ async def test_a_cached_rerun_makes_no_request_and_costs_nothing(tmp_path, key):
     # the same answers at the same price
     assert again.metrics["cost_usd"]["total"] == pytest.approx(first.metrics["cost_usd"]["total"])
     assert refreshed.metrics["request_cache"]["misses"] == 6
-    table = format_table(again.metrics, task_info("hotpotqa"))
+    table = format_table(again.summary, task_info("hotpotqa"))
     assert "6 of 6 calls served from the request cache" in table and "saved (USD)" in table
 
 

@@ -125,7 +125,7 @@ async def test_without_retries_each_fault_is_an_error_on_its_example_with_its_re
         assert r["reason"] == "error" and r["error"], (shape.name, r)
         assert "\n" not in r["error"] and "Traceback" not in r["error"], (shape.name, r["error"])
     assert result.metrics["errors"] == len(shapes)
-    assert f"error={len(shapes)}" in format_table(result.metrics, task_info("hotpotqa"))  # the summary counts them
+    assert f"error={len(shapes)}" in format_table(result.summary, task_info("hotpotqa"))  # the summary counts them
 
 
 def test_a_run_without_usage_says_unknown_in_its_summary(tmp_path, monkeypatch) -> None:
@@ -137,7 +137,7 @@ def test_a_run_without_usage_says_unknown_in_its_summary(tmp_path, monkeypatch) 
     result, records, out = asyncio.run(run(tmp_path, monkeypatch, responder, "text", 2))
     assert all(r["correct"] and r["usage"]["unknown_calls"] == 2 for r in records.values())
     assert result.metrics["usage"]["unknown_calls"] == 4
-    assert "usage unknown for 4 of 4 calls" in format_table(result.metrics, task_info("hotpotqa"))
+    assert "usage unknown for 4 of 4 calls" in format_table(result.summary, task_info("hotpotqa"))
 
 
 def test_the_stream_mapper_reads_only_choice_zero() -> None:

@@ -145,7 +145,7 @@ async def test_a_refusal_is_its_own_finish_reason_and_a_context_overflow_an_erro
     assert all(r["stop_reasons"] == {"refusal": 1} and "refused" in r["error"] for r in records.values())
     assert result.metrics["refused"] == 2 and result.metrics["errors"] == 0
     assert result.metrics["cost_usd"]["spent"] > 0  # a refusal is billed: its tokens are counted
-    table = format_table(result.metrics, task_info("hotpotqa"))
+    table = format_table(result.summary, task_info("hotpotqa"))
     assert "finish reasons       refused=2" in table and "REFUSED" in table
     cassette = [json.loads(line) for line in (result.run_dir / "calls.jsonl").read_text().splitlines()]
     assert all(c["stop_reasons"] == ["refusal"] for c in cassette)
@@ -226,7 +226,7 @@ async def test_a_cache_that_cannot_be_written_costs_no_answer(tmp_path, monkeypa
     assert result.metrics["cache_write_failures"] == calls == len(server.requests)
     err = capsys.readouterr().err
     assert err.count("warning: the request cache could not be written") == 1
-    assert "cache writes failed" in format_table(result.metrics, task_info("hotpotqa"))
+    assert "cache writes failed" in format_table(result.summary, task_info("hotpotqa"))
 
 
 async def test_the_deadline_passing_in_the_consumers_time_ends_the_next_wait_not_the_consumer() -> None:

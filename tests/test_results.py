@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from react_bench.record import Cost, RunMetrics
 from react_bench.results import format_table, summarize
 from react_bench.tasks import load_task, task_info
 
@@ -44,16 +45,16 @@ def test_cost_is_summed_and_unknown_is_never_zero(tmp_path):
     for i, r in enumerate(priced):
         r["correct"] = i == 0
     write_run(tmp_path, "hotpotqa", priced)
-    cost = summarize(tmp_path, task.info)["cost_usd"]
-    assert cost == {"spent": 0.5, "saved": 0.0, "total": 0.5, "per_example": 0.25, "per_correct": 0.5}
+    cost = summarize(tmp_path, task.info).cost
+    assert cost == Cost(spent=0.5, saved=0.0, total=0.5, per_example=0.25, per_correct=0.5)
     priced[1]["saved_usd"] = 0.75  # served from the request cache: not spent, but the answer's price
     write_run(tmp_path, "hotpotqa", priced)
-    cost = summarize(tmp_path, task.info)["cost_usd"]
-    assert cost == {"spent": 0.5, "saved": 0.75, "total": 1.25, "per_example": 0.625, "per_correct": 1.25}
+    cost = summarize(tmp_path, task.info).cost
+    assert cost == Cost(spent=0.5, saved=0.75, total=1.25, per_example=0.625, per_correct=1.25)
     priced[1]["cost_usd"] = None  # one example on a model without a price
     write_run(tmp_path, "hotpotqa", priced)
     metrics = summarize(tmp_path, task.info)
-    assert metrics["cost_usd"]["total"] is None and metrics["cost_usd"]["spent"] is None
+    assert metrics.cost.total is None and metrics.cost.spent is None
     assert re.search(r"cost \(USD\) +unknown", format_table(metrics, task_info("hotpotqa")))
 
 
@@ -63,14 +64,18 @@ def test_fever_summary_counts_answers_outside_the_label_set(tmp_path):
     golds = ["SUPPORTS", "REFUTES", "REFUTES", "SUPPORTS"]
     write_run(tmp_path, "fever", [record(i, **task.score(p, g)) for i, (p, g) in enumerate(zip(predictions, golds))])
     metrics = summarize(tmp_path, task.info)
-    assert metrics["accuracy"]["mean"] == 0.5 and metrics["n"] == 4
-    assert metrics["out_of_label_set"] == 1
-    assert (metrics["bad_calls"], metrics["repairs"], metrics["usage"]["input_tokens"]) == (4, {"quotes": 4}, 40)
-    by_label = metrics["by_group"]["label"]
-    assert {k: (v["n"], v["accuracy"]) for k, v in by_label.items()} == {"REFUTES": (2, 1.0), "SUPPORTS": (2, 0.0)}
+    assert metrics.scores["accuracy"].mean == 0.5 and metrics.n == 4
+    assert metrics.out_of_label_set == 1
+    assert (metrics.bad_calls, metrics.repairs, metrics.usage.input_tokens) == (4, {"quotes": 4}, 40)
+    by_label = metrics.by_group["label"]
+    assert {k: (v.n, v.mean) for k, v in by_label.items()} == {"REFUTES": (2, 1.0), "SUPPORTS": (2, 0.0)}
     # 2 of 2 and 0 of 2: Wilson's intervals, not the bootstrap's [100, 100] and [0, 0]
-    assert by_label["REFUTES"]["ci95"] == pytest.approx([0.3424, 1.0], abs=1e-4)
-    assert by_label["SUPPORTS"]["ci95"] == pytest.approx([0.0, 0.6576], abs=1e-4)
+    assert by_label["REFUTES"].ci95 == pytest.approx((0.3424, 1.0), abs=1e-4)
+    assert by_label["SUPPORTS"].ci95 == pytest.approx((0.0, 0.6576), abs=1e-4)
+    # metrics.json holds the group's figure under the metric's name, and reads back the same
+    written = metrics.to_dict()
+    assert written["by_group"]["label"]["REFUTES"]["accuracy"] == 1.0 and written["out_of_label_set"] == 1
+    assert RunMetrics.from_dict(json.loads(json.dumps(written))) == metrics
     assert "label REFUTES" not in format_table(metrics, task_info("fever"))  # FEVER shows no breakdown rows
     table = format_table(metrics, task_info("fever"))
     assert "answers not a label  1" in table and "NOT APPLIED" in table and "60.9" in table  # the paper's ReAct FEVER
@@ -84,12 +89,14 @@ def test_hotpotqa_summary_has_em_f1_with_intervals(tmp_path):
         [record(i, **task.score(p, "Paris")) for i, p in enumerate(["Paris", "paris.", "Lyon", ""])],
     )
     metrics = summarize(tmp_path, task.info)
-    assert metrics["em"]["mean"] == 0.5
-    low, high = metrics["em"]["ci95"]
+    assert metrics.scores["em"].mean == 0.5
+    low, high = metrics.scores["em"].ci95
     assert 0.0 <= low <= 0.5 <= high <= 1.0
-    assert metrics["em"]["ci_method"] == "wilson"
+    assert metrics.scores["em"].ci_method == "wilson"
     assert (low, high) == pytest.approx((0.1500, 0.8500), abs=1e-4)  # Wilson, 2 of 4
-    assert "out_of_label_set" not in metrics
+    assert metrics.out_of_label_set is None and "out_of_label_set" not in metrics.to_dict()
+    assert metrics.to_dict()["em"] == {"mean": 0.5, "ci95": [low, high], "ci_method": "wilson"}
+    assert RunMetrics.from_dict(json.loads(json.dumps(metrics.to_dict()))) == metrics
 
 
 def test_a_custom_protocol_run_marks_the_papers_figure_beside_it(tmp_path):
@@ -127,13 +134,13 @@ def test_grounded_counts_only_answers_a_page_can_say_and_actions_are_counted_apa
     ]  # fmt: skip
     write_run(tmp_path, "hotpotqa", rows)
     metrics = summarize(tmp_path, task.info)
-    assert metrics["grounded_n"] == 2 and metrics["grounded"] == 0.5 and metrics["grounded_accuracy"] == 0.5
-    assert metrics["mean_steps"] == 1.0 and metrics["mean_actions"] == pytest.approx(4 / 3)
+    assert metrics.grounded_n == 2 and metrics.grounded == 0.5 and metrics.grounded_accuracy == 0.5
+    assert metrics.mean_steps == 1.0 and metrics.mean_actions == pytest.approx(4 / 3)
     table = format_table(metrics, task.info)
     assert re.search(r"mean steps +1\.00 +model turns; 1\.33 actions executed per example", table)
     assert re.search(r"grounded accuracy +50\.0 +right and read in an observation, of 2 answers", table)
     fever = load_task("fever")
     write_run(tmp_path, "fever", [dict(record(0, **fever.score("SUPPORTS", "SUPPORTS")), trajectory=_episode("x"))])
     metrics = summarize(tmp_path, fever.info)  # a label is never on a page: no grounded figure, not 0
-    assert metrics["grounded"] is None and metrics["grounded_accuracy"] is None and metrics["grounded_n"] == 0
+    assert metrics.grounded is None and metrics.grounded_accuracy is None and metrics.grounded_n == 0
     assert "grounded accuracy" not in format_table(metrics, fever.info)

@@ -84,9 +84,10 @@ def test_failure_labels_and_grounding(three_runs: Path) -> None:
 
     react = next(p for p in three_runs.rglob("react-text/*") if p.is_dir())
     metrics = summarize(react, load_task("hotpotqa").info)
-    assert sum(metrics["failure_labels"].values()) == 3
+    assert sum(metrics.failure_labels.values()) == 3
     # the first question is answered "yes" after searching Ed Wood, whose page says nothing "yes": not grounded
-    assert 0.0 <= metrics["grounded_accuracy"] <= metrics["grounded"] <= 1.0
+    assert metrics.grounded_accuracy is not None and metrics.grounded is not None
+    assert 0.0 <= metrics.grounded_accuracy <= metrics.grounded <= 1.0
 
 
 def test_accuracy_at_k_follows_the_stored_samples(tmp_path: Path) -> None:

@@ -117,9 +117,8 @@ async def test_the_summary_is_the_same_read_one_record_at_a_time(tmp_path):
     result = await evaluate(walker_config(tmp_path, "text", n), out=io.StringIO(), model=model)
     again = summarize(result.run_dir, load_task("hotpotqa").info)
     stored = json.loads((result.run_dir / "metrics.json").read_text())
-    stored.pop("over_budget")
-    assert again == stored
-    assert again["failure_labels"] == {"correct": n} and again["grounded"] > 0
+    assert again.to_dict() == stored and again == result.summary
+    assert again.failure_labels == {"correct": n} and again.grounded is not None and again.grounded > 0
 
 
 # ------------------------------------------------------------------- one assembly per call
