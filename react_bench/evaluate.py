@@ -43,7 +43,7 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, StepStarted
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
-from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational, sdk_of
+from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
@@ -200,7 +200,7 @@ class Run:
             "composed": cfg.composed,  # the settings as composed: what resume and replay start from
             "model_name": model.name,
             "endpoint": endpoint_host(self.stack.client),  # host[:port] the requests went to; None: no server
-            "sdk": sdk_of(self.stack.client),
+            "sdk": self.stack.client.sdk,
             "model_capabilities": capabilities_to_dict(model.capabilities),
             "not_applied": self.not_applied,
             "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in self.prompts.items()},

@@ -9,7 +9,7 @@ import pytest
 from react_bench.context import ContextConfig
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.loop import LoopConfig
-from react_bench.models.base import ThinkingConfig
+from react_bench.models.base import NoServer, ThinkingConfig
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from tests.support import PROMPTS, eval_py, records, run_dir_of
@@ -67,7 +67,7 @@ async def test_truncate_sends_stubs_for_old_observations_and_keeps_the_history(s
         assert [(b.thinking, b.signature) for b in sent[-4:]] == [(f"think {i}", f"sig-{i}") for i in range(4)]
 
 
-class Summariser:
+class Summariser(NoServer):
     """A scripted model that answers every compaction request with a fixed summary."""
 
     def __init__(self, inner, summary: str):

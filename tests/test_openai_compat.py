@@ -12,6 +12,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO
 
 import pytest
@@ -245,3 +246,21 @@ def test_stop_scanner_releases_a_held_prefix_that_was_not_a_stop() -> None:
     assert scanner.feed("erved") == "\nObserved"
     assert scanner.feed("\n") == ""
     assert scanner.flush() == "\n" and scanner.hit is None
+
+
+async def test_the_client_declares_its_server_and_closes_its_connection_pool() -> None:
+    """``endpoint``, ``sdk`` and ``aclose`` are declared on ``ModelClient``: a run records the first
+    two and closes the client at its end (the OpenAI client had no ``aclose``: its pool stayed open)."""
+    from react_bench.models.base import ModelClient, endpoint_host
+    from react_bench.models.cache import CachedModel
+    from react_bench.models.scripted import ScriptedModel
+
+    client = OpenAICompatClient(OpenAIConfig(name="m", base_url="http://127.0.0.1:9/v1/", key_env=None))
+    layered = CachedModel(client, directory=Path(tempfile.mkdtemp()))
+    assert isinstance(client, ModelClient) and isinstance(layered, ModelClient)
+    assert (endpoint_host(layered), layered.sdk) == ("127.0.0.1:9", client.sdk) and client.sdk.startswith("openai ")
+    await layered.aclose()
+    assert client._client.is_closed()
+    in_process = ScriptedModel([])
+    assert isinstance(in_process, ModelClient) and (in_process.endpoint, in_process.sdk) == (None, None)
+    await in_process.aclose()

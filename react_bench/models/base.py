@@ -159,15 +159,42 @@ class ModelClient(Protocol):
 
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]: ...
 
+    @property
+    def endpoint(self) -> str | None:
+        """The URL a network client sends its requests to, as its SDK resolved it (``base_url``, or
+        the SDK's own environment variable and default); None for a client with no server."""
 
-def endpoint_of(client: object) -> str | None:
-    """The URL a network client sends its requests to, as its SDK resolved it (``base_url``, or
-    the SDK's own environment variable and default); None for a client with no endpoint."""
-    value = getattr(client, "endpoint", None)
+    @property
+    def sdk(self) -> str | None:
+        """``"<package> <version>"`` of the SDK the client speaks through; None: none."""
+
+    async def aclose(self) -> None:
+        """Close what the client holds open (an HTTP connection pool); called once, at a run's end."""
+
+
+class NoServer:
+    """What a client that runs in the process (the local, scripted and replayed models) declares
+    of ``ModelClient``'s network side: no endpoint, no SDK, nothing to close."""
+
+    @property
+    def endpoint(self) -> str | None:
+        return None
+
+    @property
+    def sdk(self) -> str | None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def endpoint_of(client: ModelClient) -> str | None:
+    """``client.endpoint`` without a trailing slash (one server, one spelling)."""
+    value = client.endpoint
     return None if value is None else str(value).rstrip("/")
 
 
-def endpoint_host(client: object) -> str | None:
+def endpoint_host(client: ModelClient) -> str | None:
     """The endpoint as ``host[:port]`` (never a user, a password or a query): what run.json records."""
     from urllib.parse import urlsplit
 
@@ -177,12 +204,6 @@ def endpoint_host(client: object) -> str | None:
     parts = urlsplit(url)
     host = parts.hostname or url
     return f"{host}:{parts.port}" if parts.port else host
-
-
-def sdk_of(client: object) -> str | None:
-    """``"<package> <version>"`` of the SDK a client speaks through (None: none)."""
-    value = getattr(client, "sdk", None)
-    return None if value is None else str(value)
 
 
 @runtime_checkable
@@ -226,10 +247,16 @@ class ModelLayer:
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
         return self.inner.not_applied(request)
 
+    @property
+    def endpoint(self) -> str | None:
+        return self.inner.endpoint
+
+    @property
+    def sdk(self) -> str | None:
+        return self.inner.sdk
+
     async def aclose(self) -> None:
-        close = getattr(self.inner, "aclose", None)
-        if close is not None:
-            await close()
+        await self.inner.aclose()
 
 
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:

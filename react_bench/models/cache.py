@@ -56,7 +56,7 @@ def default_request_cache_dir() -> Path:
 _NOT_IN_KEY = frozenset({"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch"})
 
 
-def request_key(client: object, model: str, request: ModelRequest) -> str:
+def request_key(client: ModelClient, model: str, request: ModelRequest) -> str:
     config = getattr(client, "config", None)
     settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
     data = {
@@ -75,7 +75,7 @@ class CachedModel(ModelLayer):
     inner: ModelClient
     directory: Path = field(default_factory=default_request_cache_dir)
     mode: CacheMode = "on"
-    client: object = None  # the provider's client, whose settings are part of the key (None: ``inner``)
+    client: ModelClient | None = None  # the provider's client, whose settings are part of the key (None: ``inner``)
     _warned: bool = field(default=False, repr=False)
 
     def path(self, request: ModelRequest) -> Path:

@@ -55,7 +55,7 @@ from typing import Any
 
 from react_bench.errors import ConfigError
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, NoServer, adapt_request
 from react_bench.models.local_chat import TOOL_CLOSE, TOOL_OPEN, ChatPrompt, parse_tool_call, render_chat
 from react_bench.models.local_files import resolve_model_path
 from react_bench.models.stopping import RAW_EXTRA_STOPS, StopScanner
@@ -209,7 +209,7 @@ def load_engine(config: LocalConfig) -> _Engine:
         return _ENGINES[key]
 
 
-class LocalModel:
+class LocalModel(NoServer):
     """``ModelClient`` over the embedded model. Construction loads the model (once per process)."""
 
     def __init__(self, config: LocalConfig = LocalConfig()):

@@ -134,6 +134,9 @@ class OpenAICompatClient:
 
         return f"openai {openai.__version__}"
 
+    async def aclose(self) -> None:
+        await self._client.close()  # the SDK's HTTP connection pool
+
     def _common(self, request: ModelRequest) -> dict[str, Any]:
         args: dict[str, Any] = {"model": self.name, "max_tokens": request.max_tokens, "stream": True}
         if request.temperature is not None:

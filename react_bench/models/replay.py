@@ -36,6 +36,7 @@ from react_bench.models.base import (
     ModelError,
     ModelLayer,
     ModelRequest,
+    NoServer,
     adapt_request,
     stream_response,
 )
@@ -173,7 +174,7 @@ class ReplayConfig:
 
 
 @dataclass
-class ReplayModel:
+class ReplayModel(NoServer):
     """Serves recorded responses per example, in call order; ``capabilities`` of the original."""
 
     cassette: str | Path

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelRequest, adapt_request
+from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelRequest, NoServer, adapt_request
 from react_bench.models.collector import response_to_events
 from react_bench.models.stopping import cut_at_stop
 from react_bench.types import ModelResponse, StopReason, TextBlock, Usage
@@ -34,7 +34,7 @@ class ScriptedConfig:
 
 
 @dataclass
-class ScriptedModel:
+class ScriptedModel(NoServer):
     script: list[ScriptStep]
     name: str = "scripted"
     capabilities: ModelCapabilities = ModelCapabilities(

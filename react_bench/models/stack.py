@@ -129,9 +129,7 @@ class ModelStack:
     cache: CachedModel | None = None  # the request cache layer, where there is one
 
     async def aclose(self) -> None:
-        close = getattr(self.client, "aclose", None)  # the HTTP client of a network model
-        if close is not None:
-            await close()
+        await self.client.aclose()  # the HTTP client of a network model
 
 
 def build_stack(

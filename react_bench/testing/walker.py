@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from react_bench.events import StreamEvent
-from react_bench.models.base import ModelCapabilities, ModelRequest
+from react_bench.models.base import ModelCapabilities, ModelRequest, NoServer
 from react_bench.models.collector import response_to_events
 from react_bench.models.stopping import cut_at_stop
 from react_bench.testing.sse import Reply
@@ -71,7 +71,7 @@ def after_label(text: str) -> str | None:
 
 
 @dataclass
-class WalkingModel:
+class WalkingModel(NoServer):
     """The walk as an in-process model with no latency (``ModelClient``)."""
 
     walk: Walk
