@@ -497,9 +497,15 @@ class RunMetrics:
             actions=int(acted.get("n") or 0),
             invalid_rate=float(acted.get("invalid_rate") or 0.0),
             think_share=float(acted.get("think_share") or 0.0),
-            by_group={key: {value: GroupScore(int(g.get("n") or 0), float(g.get(primary) or 0.0),
-                                              tuple(g.get("ci95") or (0.0, 0.0)))
-                            for value, g in values.items()} for key, values in groups.items()},  # fmt: skip
+            by_group={
+                key: {
+                    value: GroupScore(
+                        int(g.get("n") or 0), float(g.get(primary) or 0.0), tuple(g.get("ci95") or (0.0, 0.0))
+                    )
+                    for value, g in values.items()
+                }
+                for key, values in groups.items()
+            },  # fmt: skip
             over_budget=int(data.get("over_budget") or 0),
         )
 

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from react_bench.record import ExampleRecord
-from react_bench.record import RunMetrics
+from react_bench.record import ExampleRecord, RunMetrics
 from react_bench.results import iter_example_records, summarize
 from react_bench.tasks import task_info
 from tests.support import REPO, eval_py, run_notebook
