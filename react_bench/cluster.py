@@ -190,6 +190,9 @@ class WorkerPool:
     def capacity(self) -> int:
         return self.workers * self.per_worker
 
+    async def prepare(self, todo: list[Example]) -> None:
+        return None  # the workers are started (``start``); nothing runs before the first episode
+
     @classmethod
     async def start(cls, cfg: RunConfig, run_id: str, *, events: bool, out: TextIO) -> WorkerPool:
         ray = import_ray()

@@ -224,35 +224,31 @@ class Run:
         for line in self.not_applied:
             print(f"note: {self.model.name} does not take {line}; the run records it as not applied", file=self.out)
         todo = [e for e in self.examples if e.id not in done]
-        if cfg.batch and todo:
-            await self.prefetch(todo)
-        budget = None
-        if cfg.max_cost_usd is not None and todo:
-            budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
-                                  _caching(cfg))  # fmt: skip
-        n_new = await self._run_examples(todo, len(done), on_event, budget, deltas)
+        executor = await self.executor(todo, events=on_event is not None or cfg.show == "trajectories")
+        try:
+            await executor.prepare(todo)
+            budget = None
+            if cfg.max_cost_usd is not None and todo:
+                budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
+                                      _caching(cfg))  # fmt: skip
+            n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas)
+        finally:
+            executor.close()
         over = len(budget.skipped) if budget is not None else 0
         metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
         rundir.write_json(run_dir / rundir.METRICS, metrics.to_dict())
         return RunResult(run_dir, metrics, n_new)
 
-    async def prefetch(self, todo: list[Example]) -> None:
-        """``batch=true``: the single-call requests through the Message Batches API, into the cache."""
-        from react_bench.batch import prefetch
+    async def executor(self, todo: list[Example], *, events: bool) -> Executor:
+        """Where the episodes run (``executor=``, ``batch=``): this process, Ray workers, or this
+        process after a Message Batches pre-pass."""
+        if self.cfg.executor == "ray" and todo:  # the episodes on Ray workers; this process stays the writer
+            from react_bench.cluster import WorkerPool
 
-        questions = [e.question for e in todo]
-        try:
-            totals = await prefetch(
-                self.stack, self.solver, questions, self.run_dir, self.out, poll_s=self.cfg.batch_poll_s
-            )
-        except ModelError as exc:  # the Batches API refused or failed: said in one line, no example run
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(
-                f"batch=true: the Message Batches API failed ({first}); no example was run. Resume to try the "
-                f"batches again, or run without batch=true for live calls"
-            ) from None
-        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
-              f"{totals['errored']} left to live calls", file=self.out)  # fmt: skip
+            return await WorkerPool.start(self.cfg, self.run_id, events=events, out=self.out)
+        if self.cfg.batch:
+            return BatchExecutor(self.solver, run=self)
+        return LocalExecutor(self.solver)
 
     def dry_run(self) -> RunResult:
         """No model call: the first request as the API would get it, and the run's estimate."""
@@ -283,7 +279,13 @@ class Run:
         return RunResult(run_dir, None, 0)
 
     async def _run_examples(
-        self, todo: list[Example], n_done: int, on_event: EventSink | None, budget: Budget | None, deltas: bool
+        self,
+        todo: list[Example],
+        executor: Executor,
+        n_done: int,
+        on_event: EventSink | None,
+        budget: Budget | None,
+        deltas: bool,
     ) -> int:
         cfg, run_dir, out = self.cfg, self.run_dir, self.out
         deltas = deltas and on_event is not None  # the caller's own sink (on_event is wrapped below)
@@ -292,15 +294,7 @@ class Run:
         if concurrency > MAX_CONCURRENCY:
             print(f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
                   "every API's rate limits; model.requests_per_minute paces the calls)", file=out)  # fmt: skip
-            concurrency = MAX_CONCURRENCY
-        executor: Executor = LocalExecutor(self.solver)
-        if cfg.executor == "ray" and todo:  # the episodes on Ray workers; this process stays the writer
-            from react_bench.cluster import WorkerPool
-
-            pool = await WorkerPool.start(cfg, self.run_id, events=on_event is not None or cfg.show == "trajectories",
-                                          out=out)  # fmt: skip
-            concurrency = min(max(concurrency, pool.capacity), MAX_CONCURRENCY)
-            executor = pool
+        concurrency = min(max(concurrency, executor.capacity), MAX_CONCURRENCY)  # Ray: every worker busy
 
         semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
@@ -367,7 +361,6 @@ class Run:
             DELTAS.reset(wanted)
             await writer.aclose()
             bar.close()
-            executor.close()
         return finished
 
     def record(self, example: Example, solved: Solved, batched: set[str]) -> ExampleRecord:
@@ -389,9 +382,17 @@ class Run:
 
 
 class Executor(Protocol):
-    """Where a run's episodes are solved: in this process (``LocalExecutor``) or on Ray workers
-    (``cluster.WorkerPool``). Either way this process stays the run's one writer: an executor
-    only returns each example's ``Solved`` (its events given to ``sink`` as they were seen)."""
+    """Where a run's episodes are solved: in this process (``LocalExecutor``), on Ray workers
+    (``cluster.WorkerPool``), or in this process after a Message Batches pre-pass
+    (``BatchExecutor``). Either way this process stays the run's one writer: an executor only
+    returns each example's ``Solved`` (its events given to ``sink`` as they were seen)."""
+
+    @property
+    def capacity(self) -> int:
+        """Examples it can hold at once (a run's concurrency is raised to it)."""
+
+    async def prepare(self, todo: list[Example]) -> None:
+        """What runs once before the first episode (the batch's submissions)."""
 
     async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved: ...
 
@@ -403,12 +404,43 @@ class LocalExecutor:
     """The episodes in this process, on its event loop (``concurrency`` at once)."""
 
     solver: Solver
+    capacity: int = 1
+
+    async def prepare(self, todo: list[Example]) -> None:
+        return None
 
     async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
         return await solve_example(self.solver, example, sink)
 
     def close(self) -> None:
         pass
+
+
+@dataclass
+class BatchExecutor(LocalExecutor):
+    """``batch=true``: before the episodes, the single-call requests of the examples go through
+    the Message Batches API into the request cache (``batch.py``); the episodes then run in this
+    process, served from the cache where a batch answered."""
+
+    run: Run | None = None
+
+    async def prepare(self, todo: list[Example]) -> None:
+        from react_bench.batch import prefetch
+
+        run = self.run
+        if run is None or not todo:
+            return
+        try:
+            totals = await prefetch(run.stack, self.solver, [e.question for e in todo], run.run_dir, run.out,
+                                    poll_s=run.cfg.batch_poll_s)  # fmt: skip
+        except ModelError as exc:  # the Batches API refused or failed: said in one line, no example run
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ConfigError(
+                f"batch=true: the Message Batches API failed ({first}); no example was run. Resume to try the "
+                f"batches again, or run without batch=true for live calls"
+            ) from None
+        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
+              f"{totals['errored']} left to live calls", file=run.out)  # fmt: skip
 
 
 def _fan_out(sinks: list[EventSink], example_id: str, event: AgentEvent) -> None:
