@@ -194,3 +194,29 @@ def test_only_a_plain_run_skips_hydras_compose_for_the_mode():
     for argv in (["-m", "mode=react,act"], ["--multirun"], ["experiment=paper_table1"], ["+experiment=x"],
                  ["hydra.mode=MULTIRUN"], ["--cfg", "job"], ["--info"]):  # fmt: skip
         assert not script.single_run(argv), argv
+
+
+def test_the_react_bench_command_runs_the_scripts_with_their_own_exit_codes(tmp_path):
+    """``react-bench eval ...`` is ``python scripts/eval.py ...`` from any folder: the same run, the
+    same one-line errors and exit codes; an unknown command is exit 2 with the list."""
+    from importlib.metadata import entry_points
+
+    (declared,) = entry_points(group="console_scripts", name="react-bench")
+    assert declared.value == "react_bench.cli:main"
+
+    def react_bench(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "react_bench.cli", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300)  # fmt: skip
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" Easy.\nAction 1: Finish[yes]"]))
+    done = react_bench("eval", "model=scripted", f"model.script={script}", f"results_dir={tmp_path / 'r'}", "n=1",
+                       "run_id=cli", "progress=false")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert [r["prediction"] for r in records(run_dir_of(done.stdout))] == ["yes"]
+    refused = react_bench("eval", "parser=robust", f"results_dir={tmp_path / 'r'}")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: protocol=paper fixes parser='paper'")
+    unknown = react_bench("evaluate")
+    assert unknown.returncode == 2 and "no such command" in unknown.stderr and "compare" in unknown.stderr
+    listed = react_bench("--help")
+    assert listed.returncode == 0 and all(f"  {c} " in listed.stdout for c in ("eval", "compare", "export"))

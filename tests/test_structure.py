@@ -98,3 +98,11 @@ def test_the_run_record_is_a_ground_floor() -> None:
     assert GRAPH["react_bench.record"] <= {"react_bench.types"}, GRAPH["react_bench.record"]
     readers = ("react_bench.results", "react_bench.evaluate", "react_bench.modes", "react_bench.console")
     assert all("react_bench.record" in GRAPH[m] for m in readers)
+
+
+def test_the_console_command_is_the_top_floor_and_names_only_scripts_that_exist() -> None:
+    from react_bench.cli import COMMANDS, SCRIPTS
+
+    assert not [m for m, imports in GRAPH.items() if "react_bench.cli" in imports]
+    assert GRAPH["react_bench.cli"] == set()  # it runs the scripts; it imports none of the package
+    assert all((SCRIPTS / f"{name.replace('-', '_')}.py").is_file() for name in COMMANDS)
