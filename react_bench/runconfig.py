@@ -34,6 +34,7 @@ from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ModelSpec
 from react_bench.modes import SolveSettings, parse_mode
 from react_bench.rundir import StoredRun, check_run_id
+from react_bench.settings import default
 from react_bench.tasks import TASKS, task_info
 from react_bench.tasks.base import TaskConfig, TaskInfo
 
@@ -62,16 +63,16 @@ PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 class RaySettings:
     """``executor=ray``: where the cluster is and how the run's episodes use it (``cluster.py``)."""
 
-    address: str | None = None  # auto | host:port | None: a Ray instance started for this run, on this machine
-    workers: int | None = None  # episode workers (Ray actors); None: as many as the cluster's CPUs allow
-    num_cpus: float = 1.0  # CPUs each worker reserves (an ALFWorld engine is one busy core)
+    address: str | None = default("ray.address")  # auto | host:port | None: a Ray instance of this machine
+    workers: int | None = default("ray.workers")  # episode workers (Ray actors); None: as the cluster's CPUs allow
+    num_cpus: float = float(default("ray.num_cpus"))  # CPUs each worker reserves (an ALFWorld engine: one core)
 
     @staticmethod
     def from_mapping(values: Mapping[str, Any]) -> RaySettings:
         check_known(values, (f.name for f in fields(RaySettings)), "ray")
         address = values.get("address")
         workers = _int(values, "workers", 0) or None
-        num_cpus = values.get("num_cpus", 1.0)
+        num_cpus = values.get("num_cpus", default("ray.num_cpus"))
         try:
             num_cpus = float(num_cpus)
         except (TypeError, ValueError):
@@ -87,26 +88,27 @@ class RunConfig:
     model: ModelSpec  # a plain mapping (a model group file's) is read into one
     solve: SolveSettings
     env: Any = None  # the task's environment config (WikiConfig for the Wikipedia tasks); None: none
-    protocol: Protocol = "paper"
+    protocol: Protocol = default("protocol")
     prompt_file: str | None = None
     prompt_key: str | None = None
     instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
     instruction_key: str | None = None
     prompt_pair: tuple[int, int] | None = None  # ALFWorld: which two of three exemplars per task type, in order
-    results_dir: Path = Path("results")
+    results_dir: Path = Path(default("results_dir"))
     run_dir: Path | None = None  # the folder itself (a resumed run, wherever it lies); None: results_dir's layout
-    run_id: str | None = None
-    resume: bool = False
-    retry_errors: bool = False  # with resume: run the examples that ended in an error again
-    concurrency: int = 1
-    progress: bool = True
-    show: Show = "summary"  # summary | trajectories | none (console.py)
-    dry_run: bool = False  # no model call: the first request and the run's estimate (estimate.py)
-    max_cost_usd: float | None = None  # a budget: no example starts once it would be passed
-    batch: bool = False  # single-call modes through the Message Batches API (batch.py)
-    batch_poll_s: float = 30.0
-    request_cache: CacheMode = "on"  # `cache`: true (on) | false (off) | refresh (models/cache.py)
-    executor: Executor = "local"  # local: this process | ray: the episodes on a Ray cluster (cluster.py)
+    # The defaults are the settings table's (react_bench/settings.py), each written once there.
+    run_id: str | None = default("run_id")
+    resume: bool = default("resume")
+    retry_errors: bool = default("retry_errors")  # with resume: run the examples that ended in an error again
+    concurrency: int = default("concurrency")
+    progress: bool = default("progress")
+    show: Show = default("show")  # summary | trajectories | none (console.py)
+    dry_run: bool = default("dry_run")  # no model call: the first request and the run's estimate (estimate.py)
+    max_cost_usd: float | None = default("max_cost_usd")  # a budget: no example starts once it would be passed
+    batch: bool = default("batch")  # single-call modes through the Message Batches API (batch.py)
+    batch_poll_s: float = float(default("batch_poll_s"))
+    request_cache: CacheMode = "on" if default("cache") is True else "off"  # `cache`: true | false | refresh
+    executor: Executor = default("executor")  # local: this process | ray: the episodes on a Ray cluster
     ray: RaySettings = RaySettings()
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
@@ -116,12 +118,12 @@ class RunConfig:
 
     @staticmethod
     def from_mapping(cfg: Mapping[str, Any]) -> RunConfig:
-        if cfg.get("protocol", "paper") not in PROTOCOLS:
-            raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {cfg.get('protocol')!r}")
-        protocol = cast(Protocol, cfg.get("protocol", "paper"))
+        protocol = cast(Protocol, cfg.get("protocol", default("protocol")))
+        if protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
         model = ModelSpec.from_mapping(_section(cfg, "model"))
         prompt = cfg.get("prompt") or {}
-        concurrency = _int(cfg, "concurrency", 1)
+        concurrency = _int(cfg, "concurrency", default("concurrency"))
         if concurrency < 1:
             raise ConfigError(f"concurrency={concurrency}: must be at least 1")
 
@@ -140,18 +142,18 @@ class RunConfig:
             instruction_file=prompt.get("instruction_file"),
             instruction_key=prompt.get("instruction_key"),
             prompt_pair=_pair(prompt.get("pair")),
-            results_dir=Path(cfg.get("results_dir") or "results"),
+            results_dir=Path(cfg.get("results_dir") or default("results_dir")),
             run_dir=None if cfg.get("run_dir") is None else Path(str(cfg["run_dir"])),
             run_id=None if cfg.get("run_id") is None else check_run_id(str(cfg["run_id"])),
             resume=_bool(cfg, "resume"),
             retry_errors=_bool(cfg, "retry_errors"),
             concurrency=concurrency,
-            progress=_bool(cfg, "progress", True),
-            show=check_show(str(cfg.get("show") or "summary")),
-            request_cache=_cache_mode(cfg.get("cache", True)),
+            progress=_bool(cfg, "progress", default("progress")),
+            show=check_show(str(cfg.get("show") or default("show"))),
+            request_cache=_cache_mode(cfg.get("cache", default("cache"))),
             dry_run=_bool(cfg, "dry_run"),
             batch=_bool(cfg, "batch"),
-            batch_poll_s=float(cfg.get("batch_poll_s") or 30.0),
+            batch_poll_s=float(cfg.get("batch_poll_s") or default("batch_poll_s")),
             max_cost_usd=_budget(cfg.get("max_cost_usd")),
             executor=_executor(cfg),
             ray=RaySettings.from_mapping(cfg.get("ray") or {}),
@@ -160,7 +162,7 @@ class RunConfig:
 
 
 def _executor(cfg: Mapping[str, Any]) -> Executor:
-    executor = str(cfg.get("executor") or "local")
+    executor = str(cfg.get("executor") or default("executor"))
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor={executor}: choose local (this process) or ray (a Ray cluster: ray.address)")
     if executor == "ray" and _bool(cfg, "batch"):

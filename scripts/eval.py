@@ -39,32 +39,17 @@ PYTHON = _python()  # in the commands printed to resume or rerun a run (bare ``p
 
 
 def settings_help() -> str:
-    """``--help``: the config groups with their choices and every setting of configs/eval.yaml with
-    its default and its one-line meaning (the file's own comments: one source for both)."""
-    import re
+    """``--help``: the config groups with their choices and every setting with its default and its
+    one-line meaning (``react_bench.settings``, the table configs/eval.yaml is written from)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from react_bench.settings import help_lines
 
     lines = [f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)", "",
              "config groups (group=choice):"]  # fmt: skip
     for group in GROUPS:
         choices = sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
         lines.append(f"  {group:<11} {', '.join(choices)}")
-    lines += ["", "settings (default, meaning):"]
-    parent = None
-    for raw in (CONFIGS / "eval.yaml").read_text(encoding="utf-8").splitlines():
-        match = re.match(r"^( *)([A-Za-z_][\w]*):\s*([^#]*?)\s*(?:#\s*(.*))?$", raw)
-        if not match or raw.lstrip().startswith("#"):
-            continue
-        indent, key, value, comment = match.groups()
-        if not indent:
-            parent = key if not value and key not in ("defaults", "hydra") else None
-            if not value:
-                continue
-            name = key
-        elif parent is not None and len(indent) == 2:
-            name = f"{parent}.{key}"
-        else:
-            continue
-        lines.append(f"  {name + '=' + value:<34} {comment or ''}".rstrip())
+    lines += ["", "settings (default, meaning):", *help_lines()]
     lines += ["", "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
               "Hydra's own options: --hydra-help"]  # fmt: skip
     return "\n".join(lines)

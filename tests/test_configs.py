@@ -102,3 +102,33 @@ def test_cot_sc_settings_are_top_level_and_fixed_by_the_paper_protocol():
     assert (run.solve.cot_sc_samples, run.solve.cot_sc_temperature) == (5, 0.9)
     with pytest.raises(ConfigError, match="cot_sc_samples"):
         RunConfig.from_mapping(composed("cot_sc_samples=5"))
+
+
+def test_one_settings_table_writes_eval_yaml_and_help_and_gives_the_typed_defaults() -> None:
+    """configs/eval.yaml is written from react_bench/settings.py (the file equals what the table
+    writes); every setting Hydra composes is in the table and none is missing from it; the typed
+    configs' defaults are the table's."""
+    from react_bench.envs.webshop import WebShopConfig
+    from react_bench.runconfig import RaySettings, RunConfig
+    from react_bench.settings import SETTINGS, default, render_yaml
+    from react_bench.tasks.alfworld import AlfworldConfig
+    from react_bench.tasks.base import TaskConfig
+    from tests.support import composed
+
+    assert (CONFIGS / "eval.yaml").read_text(encoding="utf-8") == render_yaml(), (
+        "configs/eval.yaml differs from react_bench/settings.py: python -m react_bench.settings > configs/eval.yaml"
+    )
+    cfg = composed()
+    groups = {p.name for p in CONFIGS.iterdir() if p.is_dir()} | {"solve", "hydra"}
+    flat = {f"{k}.{leaf}" if isinstance(v, dict) else k for k, v in cfg.items() if k not in groups
+            for leaf in (v if isinstance(v, dict) else [None])}  # fmt: skip
+    assert flat == {s.key for s in SETTINGS}
+    assert all(cfg[k] == s.default if "." not in (k := s.key) else cfg[k.split(".")[0]][k.split(".")[1]] == s.default
+               for s in SETTINGS)  # fmt: skip
+    run = RunConfig.from_mapping(cfg)
+    assert (run.concurrency, run.show, run.batch_poll_s, run.request_cache) == (1, "summary", 30.0, "on")
+    assert run.ray == RaySettings() and RaySettings().num_cpus == default("ray.num_cpus")
+    assert WebShopConfig().products == default("webshop.products") and AlfworldConfig().games == default(
+        "alfworld.games"
+    )
+    assert TaskConfig().split == default("split") and TaskConfig().on_missing == default("on_missing")

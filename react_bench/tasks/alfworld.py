@@ -46,6 +46,7 @@ from react_bench.models.base import OPERATIONAL
 from react_bench.paths import cache_dir
 from react_bench.prompts import PromptSpec, _read
 from react_bench.runners.formats import LineFormat
+from react_bench.settings import default
 from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
 
 INSTRUCTION = "Interact with a household to solve a task. Here are two examples.\n"  # the notebook's
@@ -68,13 +69,13 @@ TABLE3_COLUMNS = ("pick_and_place_simple", "pick_clean_then_place_in_recep", "pi
 class AlfworldConfig:
     """The ``alfworld`` section of ``configs/eval.yaml``."""
 
-    split: str = "valid_unseen"
-    games: int = 134  # generated eval games (the official valid_unseen has 134)
-    train_games: int = 60  # generated train games (the project's exemplars come from them)
-    seed: int = 0
+    split: str = default("alfworld.split")  # the defaults: react_bench/settings.py
+    games: int = default("alfworld.games")  # generated eval games (the official valid_unseen has 134)
+    train_games: int = default("alfworld.train_games")  # generated train games (the project's exemplars)
+    seed: int = default("alfworld.seed")
     # A game folder whose files cannot be read is refused before the run (exit 2, naming the
     # first bad file); true: the run goes on without them, and says how many it left out.
-    skip_bad_games: bool = field(default=False, metadata=OPERATIONAL)
+    skip_bad_games: bool = field(default=default("alfworld.skip_bad_games"), metadata=OPERATIONAL)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:

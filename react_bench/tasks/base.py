@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args
 
 from react_bench.environment import EnvFactory, Example
 from react_bench.errors import ConfigError, check_known
+from react_bench.settings import default
 
 if TYPE_CHECKING:
     from react_bench.prompts import PromptSpec
@@ -107,12 +108,12 @@ class TaskConfig:
     selection keys ``split``, ``n``, ``offset``, ``ids``, ``on_missing``, ``data_dir``)."""
 
     name: str = "hotpotqa"
-    split: Split = "offline"
-    n: int | None = None
-    offset: int = 0
-    ids: tuple[str, ...] | None = None
-    on_missing: OnMissing = "error"
-    data_dir: str | None = None
+    split: Split = default("split")  # the selection's defaults: react_bench/settings.py
+    n: int | None = default("n")
+    offset: int = default("offset")
+    ids: tuple[str, ...] | None = default("ids")
+    on_missing: OnMissing = default("on_missing")
+    data_dir: str | None = default("data_dir")
     data_file: str | None = None  # another file to draw the split from (relative to data_dir)
     source: Source = "auto"
     exclude_ids: tuple[str, ...] = ()

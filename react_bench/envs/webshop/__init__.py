@@ -19,17 +19,18 @@ from typing import Any
 from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import OPERATIONAL
 from react_bench.runners.formats import LineFormat
+from react_bench.settings import default
 
 __all__ = ["WebShopConfig", "start_server", "webshop_format"]
 
 
 @dataclass(frozen=True)
 class WebShopConfig:
-    url: str | None = None
-    seed: int = 0
-    products: int = 2000
-    goals: int = 500
-    timeout_s: float = field(default=30.0, metadata=OPERATIONAL)
+    url: str | None = default("webshop.url")  # the defaults: react_bench/settings.py
+    seed: int = default("webshop.seed")
+    products: int = default("webshop.products")
+    goals: int = default("webshop.goals")
+    timeout_s: float = field(default=float(default("webshop.timeout_s")), metadata=OPERATIONAL)
 
     def __post_init__(self) -> None:
         if self.products < 1 or self.goals < 1:

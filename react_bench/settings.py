@@ -1,0 +1,175 @@
+"""Every run setting of ``configs/eval.yaml``, written once: its key, its default and its one-line
+meaning. A ground floor (it imports nothing of the package), so ``eval.py --help`` answers at once.
+
+One table, three readers:
+- ``configs/eval.yaml`` is written from it (``python -m react_bench.settings > configs/eval.yaml``;
+  a test holds the file to the table): Hydra composes that file, users read it;
+- ``scripts/eval.py --help`` lists it (with the config groups' choices);
+- the typed configs take their defaults from it (``default("concurrency")``: ``RunConfig``,
+  ``RaySettings``, ``WebShopConfig``, ``AlfworldConfig``), so a default is never written twice.
+
+The type of each setting is its typed config's field (``runconfig.RunConfig`` and the section
+dataclasses), which check every value and name the setting in their errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # dotted for a section's: "webshop.url"
+    default: Any
+    help: str
+    before: str = ""  # a comment block written above it in eval.yaml (a blank line first)
+
+
+SECTIONS = {
+    "webshop": "task=webshop",
+    "alfworld": "task=alfworld",
+    "prompt": "",
+    "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
+}
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("split", "offline", "offline (its wiki is offline) | paper500 (the paper's 500) | all",
+            before="Examples: split = offline (default; its wiki is offline) | paper500 | all."),
+    Setting("n", None, "null: the model's default_n (local: 5), else the whole split"),
+    Setting("offset", 0, "skip the first examples of the split"),
+    Setting("ids", None, "explicit example ids (list or one id)"),
+    Setting("on_missing", "error", "error | skip (report coverage) when the split's file lacks examples"),
+    Setting("data_dir", None, "else $REACT_BENCH_DATA_DIR, ./data, ../shared/data"),
+    Setting("protocol", "paper", "paper: the paper's fixed settings | custom: change them",
+            before="protocol=paper fixes parser, max_steps, on_limit, temperature, max_tokens and CoT-SC\n"
+                   "settings to the paper's; protocol=custom lets you change them (robust parser by default)."),
+    Setting("parser", None, "paper | robust"),
+    Setting("max_steps", None, "paper: 7"),
+    Setting("on_limit", None, "give_up | wrap_up | backoff"),
+    Setting("temperature", None, "paper: 0 (CoT-SC samples: cot_sc_temperature)"),
+    Setting("max_tokens", None, "output tokens per call (paper: per task)"),
+    Setting("cot_sc_samples", None, "paper: 21"),
+    Setting("cot_sc_temperature", None, "paper: 0.7"),
+    Setting("webshop.url", None, "a WebShop server (github:princeton-nlp/WebShop), e.g. http://localhost:3000; "
+                                 "null: the project's own", before=" "),
+    Setting("webshop.seed", 0, "the project's own server: its generated catalog"),
+    Setting("webshop.products", 2000, "the project's own server: catalog size"),
+    Setting("webshop.goals", 500, "the project's own server: goals fixed_0 ... fixed_499"),
+    Setting("webshop.timeout_s", 30, "per page"),
+    Setting("alfworld.split", "valid_unseen", "valid_unseen (the paper's 134 unseen games) | valid_seen | train "
+                                              "(the official data: data_dir=)", before=" "),
+    Setting("alfworld.games", 134, "generated eval games, when no official data is given"),
+    Setting("alfworld.train_games", 60, "generated train games (the project's exemplars)"),
+    Setting("alfworld.seed", 0, "generated games"),
+    Setting("alfworld.skip_bad_games", False, "true: run without game folders whose files cannot be read "
+                                              "(else: exit 2, naming the first)"),
+    Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
+    Setting("prompt.key", None, "the key of the prompt in prompt.file"),
+    Setting("prompt.instruction_file", None, "with file: a JSON file of instructions by path (the paper's), "
+                                             "with instruction_key"),
+    Setting("prompt.instruction_key", None, "null: the project's own instruction goes before the foreign "
+                                            "exemplars"),
+    Setting("prompt.pair", None, "task=alfworld: which two of the three exemplars per task type, in order "
+                                 "(null: [1,0], the notebook's)"),
+    Setting("results_dir", "results", "where runs go: <results_dir>/<task>/<model>/<mode>-<runner>/<run id>/",
+            before=" "),
+    Setting("run_id", None, "default: a UTC timestamp (-2, -3 ... if that folder is taken); a plain name "
+                            "(letters, digits, . _ -)"),
+    Setting("resume", False, "true (with run_id) or a run folder: continue that run with its own settings"),
+    Setting("retry_errors", False, "with resume: run again the examples that ended in an error"),
+    Setting("concurrency", 1, "examples at once (capped at 256); executor=ray: at least one per worker"),
+    Setting("executor", "local", "local: this process | ray: the episodes on Ray workers, this process the one writer"),
+    Setting("ray.address", None, "auto | <host:port> of a running cluster | null: a Ray instance of this machine "
+                                 "for the run"),
+    Setting("ray.workers", None, "episode workers (Ray actors); null: as many as the cluster's free CPUs / num_cpus"),
+    Setting("ray.num_cpus", 1, "CPUs each worker reserves"),
+    Setting("dry_run", False, "true: no model call; the first request (dry_run_request.json) and the estimated "
+                              "tokens and cost"),
+    Setting("max_cost_usd", None, "a budget in USD: no example starts once spend + in-flight estimates would "
+                                  "pass it"),
+    Setting("batch", False, "true: single-call modes (standard, cot, cot_sc) through the Message Batches API, "
+                            "half price"),
+    Setting("batch_poll_s", 30, "seconds between polls of a batch"),
+    Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, "
+                           "overwrite"),
+    Setting("shots", None, "runner=tool_use: the exemplars as native turns; 0: zero-shot; k: the first k"),
+    Setting("progress", True, "the progress bar (false: none)"),
+    Setting("show", "summary", "summary (bar + table) | trajectories (every step as it happens) | none "
+                               "(results line only)"),
+)  # fmt: skip
+
+_BY_KEY = {s.key: s for s in SETTINGS}
+
+
+def default(key: str) -> Any:
+    """The default of a setting (``"concurrency"``, ``"webshop.products"``)."""
+    return _BY_KEY[key].default
+
+
+# What eval.yaml holds besides the settings: the groups' defaults, and Hydra's own section.
+_HEAD = """\
+# Written by `python -m react_bench.settings > configs/eval.yaml` from react_bench/settings.py:
+# change a setting there (its default and its meaning), then write this file again.
+# python scripts/eval.py task=hotpotqa mode=react runner=text model=local wiki=local
+defaults:
+  - task: hotpotqa
+  - mode: react
+  - runner: text
+  - model: local
+  - wiki: local
+  - context: full
+  - optional experiment: null
+  - _self_
+  - override hydra/job_logging: stdout  # no eval.log file in the working folder
+"""
+_TAIL = """
+hydra:
+  run:
+    dir: .
+  sweep:            # a sweep keeps only its multirun.yaml here; jobs write no folders of their own
+    dir: ${results_dir}/sweeps/${now:%Y%m%d-%H%M%S}
+    subdir: .
+  callbacks:
+    combined_table:
+      _target_: react_bench.sweep.CombinedTable
+  output_subdir: null
+  job:
+    chdir: false
+"""
+
+
+def yaml_value(value: Any) -> str:
+    """A default as YAML writes it (``null``, ``true``, ``30.0``, ``offline``)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render_yaml() -> str:
+    """The text of ``configs/eval.yaml``."""
+    lines = [_HEAD.rstrip("\n")]
+    section = None
+    for s in SETTINGS:
+        head, _, leaf = s.key.rpartition(".")
+        if s.before:
+            lines.append("")
+            lines += [f"# {line}" for line in s.before.splitlines() if line.strip()]
+        if head != section:
+            section = head or None
+            if head:
+                lines.append(f"{head + ':':<17}  # {SECTIONS[head]}" if SECTIONS[head] else f"{head}:")
+        indent = "  " if head else ""
+        lines.append(f"{indent}{leaf}: {yaml_value(s.default)}".ljust(17) + f"  # {s.help}")
+    return "\n".join(lines) + "\n" + _TAIL
+
+
+def help_lines() -> list[str]:
+    """``--help``'s settings: ``key=default`` and the meaning, one line each."""
+    return [f"  {s.key + '=' + yaml_value(s.default):<34} {s.help}" for s in SETTINGS]
+
+
+if __name__ == "__main__":
+    print(render_yaml(), end="")
