@@ -239,14 +239,6 @@ def spec_overrides(argv: list[str]) -> list[str]:
             for a in argv]  # fmt: skip
 
 
-def single_run(argv: list[str]) -> bool:
-    """A plain run: no Hydra flag (``-m``, ``--cfg``, ...), no experiment (which may make it a
-    sweep), no ``hydra.mode``. Hydra composes the whole config once just to learn the mode, then
-    again to run; for a plain run the mode is RUN whatever the config says (only experiments
-    set ``hydra.mode``), so the first compose, ~0.1 s of every run's start, is skipped."""
-    return not any(a.startswith("-") or a.split("=", 1)[0].lstrip("+~") in ("experiment", "hydra.mode") for a in argv)
-
-
 if __name__ == "__main__":
     import atexit
     import gc
@@ -261,10 +253,4 @@ if __name__ == "__main__":
     check_selection_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
-    if single_run(sys.argv[1:]):
-        from hydra._internal.hydra import Hydra
-
-        # None is what Hydra's own get_mode answers for a config that sets no mode: then it runs
-        # with hydra.mode=RUN (hydra/_internal/utils.py, _run_app)
-        Hydra.get_mode = lambda self, config_name, overrides: None  # type: ignore[method-assign]
     main()

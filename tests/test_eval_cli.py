@@ -181,21 +181,6 @@ def test_help_lists_every_setting_with_its_meaning():
     assert "model       claude-haiku-4-5" in done.stdout and "openai" in done.stdout
 
 
-def test_only_a_plain_run_skips_hydras_compose_for_the_mode():
-    """A plain run tells Hydra its mode (RUN); anything that may sweep (-m, an experiment, which
-    may set hydra.mode, or hydra.mode itself) or any Hydra flag goes Hydra's own way."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("eval_script", REPO / "scripts" / "eval.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert script.single_run(["task=hotpotqa", "mode=react", "model.max_retries=4", "n=3"])
-    for argv in (["-m", "mode=react,act"], ["--multirun"], ["experiment=paper_table1"], ["+experiment=x"],
-                 ["hydra.mode=MULTIRUN"], ["--cfg", "job"], ["--info"]):  # fmt: skip
-        assert not script.single_run(argv), argv
-
-
 def test_the_react_bench_command_runs_the_scripts_with_their_own_exit_codes(tmp_path):
     """``react-bench eval ...`` is ``python scripts/eval.py ...`` from any folder: the same run, the
     same one-line errors and exit codes; an unknown command is exit 2 with the list."""
