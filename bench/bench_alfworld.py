@@ -98,9 +98,16 @@ def _harness_share(config: dict[str, Any], work: Path) -> dict[str, float]:
             engine["reset"] += time.perf_counter() - start
 
     env_module.Game.step, env_module.Game.reset = timed_step, timed_reset  # type: ignore[method-assign]
-    cfg = RunConfig(task=TaskConfig(name="alfworld", n=1), model=ModelSpec.from_mapping({"provider": "scripted"}),
-                    solve=SolveSettings(mode="react", loop=LoopConfig(max_steps=50)), env=AlfworldConfig(**config),
-                    results_dir=work, progress=False, show="none", request_cache="off")  # fmt: skip
+    cfg = RunConfig(
+        task=TaskConfig(name="alfworld", n=1),
+        model=ModelSpec.from_mapping({"provider": "scripted"}),
+        solve=SolveSettings(mode="react", loop=LoopConfig(max_steps=50)),
+        env=AlfworldConfig(**config),
+        results_dir=work,
+        progress=False,
+        show="none",
+        request_cache="off",
+    )
     model = ScriptedModel([" look"] * 50)
     start = time.perf_counter()
     result = asyncio.run(evaluate(cfg, out=io.StringIO(), model=model))
@@ -116,8 +123,11 @@ def _harness_share(config: dict[str, Any], work: Path) -> dict[str, float]:
         "engine_reset_s": engine["reset"],
         "harness_s": harness,
     }
-    return {**{k: round(v, 3) for k, v in figures.items()}, "harness_ms_per_step": round(1000 * per_step, 2),
-            "share_at_1s_model": round(share, 5)}  # fmt: skip
+    return {
+        **{k: round(v, 3) for k, v in figures.items()},
+        "harness_ms_per_step": round(1000 * per_step, 2),
+        "share_at_1s_model": round(share, 5),
+    }
 
 
 def measure() -> dict[str, Any]:
@@ -141,8 +151,11 @@ def measure() -> dict[str, Any]:
         harness = _harness_share(config, Path(tmp) / "runs")
 
     def spread(samples: list[float], digits: int) -> dict[str, float]:
-        return {"p50": round(percentile(samples, 50), digits), "p90": round(percentile(samples, 90), digits),
-                "n": len(samples)}  # fmt: skip
+        return {
+            "p50": round(percentile(samples, 50), digits),
+            "p90": round(percentile(samples, 90), digits),
+            "n": len(samples),
+        }
 
     return {
         "games": GAMES,
@@ -153,7 +166,7 @@ def measure() -> dict[str, Any]:
         "exemplars": exemplars,
         "engine_import_s": imported,
         "environment": environment(),
-    }  # fmt: skip
+    }
 
 
 def checks_of(result: dict[str, Any]) -> list[dict[str, Any]]:

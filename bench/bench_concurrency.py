@@ -145,8 +145,11 @@ def render(result: dict[str, Any]) -> str:
     best = max(result["ceiling"], key=lambda r: r["examples_per_s"], default=None)
     if best is not None:
         calls_per_s = CALLS * best["examples_per_s"]
-        lines += ["", f"Ceiling at 200 ms latency, no limit: {best['examples_per_s']} examples/s "
-                      f"({calls_per_s:.1f} model calls/s) at concurrency {best['concurrency']}."]  # fmt: skip
+        lines += [
+            "",
+            f"Ceiling at 200 ms latency, no limit: {best['examples_per_s']} examples/s "
+            f"({calls_per_s:.1f} model calls/s) at concurrency {best['concurrency']}.",
+        ]
     return "\n".join(lines)
 
 
@@ -154,8 +157,9 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for r in result["levels"]:
         value = round(100 * r["of_ideal_run"], 1)
-        out.append(check(f"throughput at concurrency {r['concurrency']} (% of the run's ideal)", value, ">= 90",
-                         value >= 90))  # fmt: skip
+        out.append(
+            check(f"throughput at concurrency {r['concurrency']} (% of the run's ideal)", value, ">= 90", value >= 90)
+        )
     rejected = sum(r["rejected_429"] for r in result["levels"])
     worst = max(r["max_requests_in_60s"] for r in result["levels"])
     rpm = result["settings"]["rpm"]

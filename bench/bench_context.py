@@ -60,8 +60,12 @@ def load_titles() -> None:
 
 
 def keeps_searching(body: dict[str, Any]) -> Reply:
-    text = "".join(b.get("text", "") for m in body["messages"] for b in (m["content"] if isinstance(m["content"], list)
-                   else [{"text": m["content"]}]) if isinstance(b, dict))  # fmt: skip
+    text = "".join(
+        b.get("text", "")
+        for m in body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [{"text": m["content"]}])
+        if isinstance(b, dict)
+    )
     if "Summarise the steps below" in text:
         return Reply.text("The searches so far found pages on several topics; the answer is still unknown.")
     last = body["messages"][-1]
@@ -110,8 +114,13 @@ async def local(remedy: str, n: int, work: Path) -> dict[str, Any]:
     )
     result = await evaluate(config, out=io.StringIO())
     m = result.metrics
-    return {"em": m["em"]["mean"], "n": m["n"], "input_tokens": sum(m["usage"][k] for k in
-            ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))}  # fmt: skip
+    return {
+        "em": m["em"]["mean"],
+        "n": m["n"],
+        "input_tokens": sum(
+            m["usage"][k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        ),
+    }
 
 
 def plot(rows: dict[str, Any], path: Path) -> None:
@@ -137,24 +146,40 @@ def checks(rows: dict[str, Any]) -> list[dict[str, Any]]:
     """Full grows at every turn; a remedy's growth over steps 4-7 is at most half of full's."""
     full = rows["full"]["on"]["per_turn"]
     monotone = all(b > a for a, b in zip(full, full[1:], strict=False))
-    out = [{"name": "full: input tokens per turn grow at every step (turn 7 - turn 1)",
-            "value": round(full[-1] - full[0]), "goal": "> 0 at every step", "ok": monotone}]  # fmt: skip
+    out = [
+        {
+            "name": "full: input tokens per turn grow at every step (turn 7 - turn 1)",
+            "value": round(full[-1] - full[0]),
+            "goal": "> 0 at every step",
+            "ok": monotone,
+        }
+    ]
     full_growth = full[6] - full[3]
     for remedy in ("truncate", "compact", "subagent"):
         turns = rows[remedy]["on"]["per_turn"]
         share = (turns[6] - turns[3]) / full_growth
-        out.append({"name": f"{remedy}: growth of the turn over steps 4-7 against full's", "value": round(share, 3),
-                    "goal": "<= 0.5", "ok": share <= 0.5})  # fmt: skip
+        out.append(
+            {
+                "name": f"{remedy}: growth of the turn over steps 4-7 against full's",
+                "value": round(share, 3),
+                "goal": "<= 0.5",
+                "ok": share <= 0.5,
+            }
+        )
     return out
 
 
 def render(result: dict[str, Any]) -> str:
-    lines = ["# Context growth: the remedies measured", "",
-             f"Measured {result['date']} by `python bench/bench_context.py` ({result['environment']}).",
-             "HotpotQA ReAct to 7 steps, text runner, 20 questions per remedy, real SDK against the project's",
-             f"Messages API server ({MODEL}: documented cache rules). Inner episodes and summary calls included.", "",
-             "| remedy | input tokens per turn, steps 1-7 (caching on) | billed input / episode, on | off |",
-             "| --- | --- | ---: | ---: |"]  # fmt: skip
+    lines = [
+        "# Context growth: the remedies measured",
+        "",
+        f"Measured {result['date']} by `python bench/bench_context.py` ({result['environment']}).",
+        "HotpotQA ReAct to 7 steps, text runner, 20 questions per remedy, real SDK against the project's",
+        f"Messages API server ({MODEL}: documented cache rules). Inner episodes and summary calls included.",
+        "",
+        "| remedy | input tokens per turn, steps 1-7 (caching on) | billed input / episode, on | off |",
+        "| --- | --- | ---: | ---: |",
+    ]
     for remedy, row in result["rows"].items():
         turns = ", ".join(f"{t:.0f}" for t in row["on"]["per_turn"])
         lines.append(
@@ -164,12 +189,22 @@ def render(result: dict[str, Any]) -> str:
         head = f"Embedded local model (SmolLM2-135M, {result['local_n']} questions each; its scores mean nothing):"
         lines += ["", head, "", "| remedy | EM | input tokens |", "| --- | ---: | ---: |"]
         lines += [f"| {k} | {100 * v['em']:.1f} | {v['input_tokens']} |" for k, v in result["local"].items()]
-    lines += ["", "![tokens per turn](context.png)", "", "## Checks", "", "| check | value | goal | ok |",
-              "| --- | ---: | --- | --- |"]  # fmt: skip
+    lines += [
+        "",
+        "![tokens per turn](context.png)",
+        "",
+        "## Checks",
+        "",
+        "| check | value | goal | ok |",
+        "| --- | ---: | --- | --- |",
+    ]
     lines += [f"| {c['name']} | {c['value']} | {c['goal']} | {'yes' if c['ok'] else 'NO'} |" for c in result["checks"]]
-    lines += ["", "Truncation and compaction rewrite the prefix a prompt cache needs: compare the billed input",
-              "with caching on against full's; a subagent keeps the outer prompt short but pays for its inner",
-              "episodes."]  # fmt: skip
+    lines += [
+        "",
+        "Truncation and compaction rewrite the prefix a prompt cache needs: compare the billed input",
+        "with caching on against full's; a subagent keeps the outer prompt short but pays for its inner",
+        "episodes.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -186,8 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     for remedy in REMEDIES:
         rows[remedy] = {c: asyncio.run(measure(remedy, c == "on", 20, args.work_dir)) for c in ("on", "off")}
         print(remedy, [round(t) for t in rows[remedy]["on"]["per_turn"]], flush=True)
-    result: dict[str, Any] = {"date": dt.date.today().isoformat(), "rows": rows, "local_n": args.local_n,
-                              "environment": f"Python {platform.python_version()}, {os.cpu_count()} cores"}  # fmt: skip
+    result: dict[str, Any] = {
+        "date": dt.date.today().isoformat(),
+        "rows": rows,
+        "local_n": args.local_n,
+        "environment": f"Python {platform.python_version()}, {os.cpu_count()} cores",
+    }
     if args.local_n:
         result["local"] = {r: asyncio.run(local(r, args.local_n, args.work_dir)) for r in REMEDIES}
     result["checks"] = checks(rows)

@@ -111,10 +111,14 @@ def medians(runs: list[list[dict]]) -> list[dict]:
 def aggregate(result: dict) -> dict:
     """Per-step medians and the summary, from the raw runs (also used by --render)."""
     with_reuse, without = medians(result["runs"]["kv_reuse"]), medians(result["runs"]["no_reuse"])
-    result["episode"] |= {"first_prompt_tokens": with_reuse[0]["prompt_tokens"],
-                          "last_prompt_tokens": with_reuse[-1]["prompt_tokens"]}  # fmt: skip
-    result["summary"] = {mode: {key: middle([summary(run)[key] for run in runs]) for key in summary(runs[0])}
-                         for mode, runs in result["runs"].items()}  # fmt: skip
+    result["episode"] |= {
+        "first_prompt_tokens": with_reuse[0]["prompt_tokens"],
+        "last_prompt_tokens": with_reuse[-1]["prompt_tokens"],
+    }
+    result["summary"] = {
+        mode: {key: middle([summary(run)[key] for run in runs]) for key in summary(runs[0])}
+        for mode, runs in result["runs"].items()
+    }
     result["steps_median"] = {"kv_reuse": with_reuse, "no_reuse": without}
     result["checks"] = checks(result)
     return result
@@ -247,9 +251,11 @@ def markdown(result: dict) -> str:
             f"{r['latency_seconds']:.2f} | "
             f"{f['latency_seconds']:.2f} | {f['latency_seconds'] / r['latency_seconds']:.1f}x |"
         )
-    lines += ["", "| mode | episode (s) | prompt tokens evaluated | prompt tok/s | generated tokens "
-              "| generation tok/s |",
-              "| --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines += [
+        "",
+        "| mode | episode (s) | prompt tokens evaluated | prompt tok/s | generated tokens | generation tok/s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for mode, label in (("kv_reuse", "KV prefix reuse"), ("no_reuse", "fresh context each step")):
         t = result["summary"][mode]
         lines.append(

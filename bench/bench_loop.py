@@ -145,7 +145,7 @@ def in_process(runner: str, episodes: int, plans: dict, work: Path, profile: boo
             "median": round(1e3 * step_median, 3),
             "p99": round(1e3 * percentile(steps, 99), 3),
             "mean": round(1e3 * statistics.fmean(steps), 3),
-        },  # fmt: skip
+        },
         "per_example_work_ms": round(1e3 * (statistics.median(between) - step_median), 3),
         "episode_ms": round(1e3 * (wall - sum(model.own)) / episodes, 3),
     }
@@ -187,8 +187,12 @@ def long_episodes(runner: str, episodes: int, plans: dict, work: Path) -> dict[s
         if i % LONG_STEPS:  # not the gap between two episodes
             gaps.setdefault(i % LONG_STEPS, []).append(model.starts[i] - model.starts[i - 1] - model.own[i - 1])
     median = {k: round(1e3 * statistics.median(v), 3) for k, v in sorted(gaps.items())}
-    return {"episodes": episodes, "steps": LONG_STEPS, "cpu_ms_after_step": median,
-            "ratio_49_to_1": round(median[LONG_STEPS - 1] / median[1], 3)}  # fmt: skip
+    return {
+        "episodes": episodes,
+        "steps": LONG_STEPS,
+        "cpu_ms_after_step": median,
+        "ratio_49_to_1": round(median[LONG_STEPS - 1] / median[1], 3),
+    }
 
 
 def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[str, Any]]:
@@ -205,7 +209,7 @@ def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[
             "own_s": round(r["own_s"], 3),
             "cumulative_s": round(r["cumulative_s"], 3),
             "own_share": round(r["own_s"] / total, 3),
-        }  # fmt: skip
+        }
         for r in rows[:n]
     ]
 
@@ -213,8 +217,10 @@ def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[
 def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0, repeat: int = 1) -> dict[str, Any]:
     """The median of ``repeat`` runs by their ratio to the SDK alone, with every run's figures and
     the least of each (what the checks take)."""
-    runs = [_claude_run(runner, episodes, work / f"claude-{runner}-{latency_s}-{episodes}-{i}", latency_s)
-            for i in range(repeat)]  # fmt: skip
+    runs = [
+        _claude_run(runner, episodes, work / f"claude-{runner}-{latency_s}-{episodes}-{i}", latency_s)
+        for i in range(repeat)
+    ]
     # paired: each run against the SDK alone measured right after it (a shared machine's speed drifts
     # by several percent between minutes); the median run by that ratio
     runs.sort(key=lambda r: r["cpu_ms_per_call"] / r["sdk_alone_ms_per_call"])
@@ -222,8 +228,12 @@ def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0, 
     cpu, sdk = [r["cpu_ms_per_call"] for r in runs], [r["sdk_alone_ms_per_call"] for r in runs]
     # the checks take the least of each: what the code costs when nothing else on the machine interferes
     # (noise only ever adds), the harness and the SDK alike
-    listed = {"cpu_ms_per_call_runs": cpu, "sdk_alone_ms_per_call_runs": sdk, "cpu_ms_per_call_min": min(cpu),
-              "sdk_alone_ms_per_call_min": min(sdk)}  # fmt: skip
+    listed = {
+        "cpu_ms_per_call_runs": cpu,
+        "sdk_alone_ms_per_call_runs": sdk,
+        "cpu_ms_per_call_min": min(cpu),
+        "sdk_alone_ms_per_call_min": min(sdk),
+    }
     return {**median, **listed} if repeat > 1 else median
 
 
@@ -309,40 +319,58 @@ def render(result: dict[str, Any]) -> str:
     ]
     for runner, r in result["in_process"].items():
         s = r["step_ms"]
-        lines.append(f"| {runner} | {r['episodes']} | {s['median']} | {s['p99']} | {r['per_example_work_ms']} | "
-                     f"{r['episode_ms']} |")  # fmt: skip
-    lines += ["", "## Through the Claude client (official SDK, local Messages API server in another process)", "",
-              "CPU per call is this process's, from the first step to the last example written (median of the "
-              "runs listed, by the ratio to the SDK alone measured right after each; the checks take the least of "
-              "the runs and the least of the SDK alone's). The SDK alone: the same requests "
-              "(every third of the run's) sent with "
-              "`messages.create` and every stream event read, nothing else: the floor for any harness on this SDK.",
-              "",
-              "| runner | latency | episodes | calls | CPU per call (ms) | runs | SDK alone (ms) | "
-              "beyond the SDK (ms) | wall (s) | harness share of wall |",
-              "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| {runner} | {r['episodes']} | {s['median']} | {s['p99']} | {r['per_example_work_ms']} | "
+            f"{r['episode_ms']} |"
+        )
+    lines += [
+        "",
+        "## Through the Claude client (official SDK, local Messages API server in another process)",
+        "",
+        "CPU per call is this process's, from the first step to the last example written (median of the "
+        "runs listed, by the ratio to the SDK alone measured right after each; the checks take the least of "
+        "the runs and the least of the SDK alone's). The SDK alone: the same requests "
+        "(every third of the run's) sent with "
+        "`messages.create` and every stream event read, nothing else: the floor for any harness on this SDK.",
+        "",
+        "| runner | latency | episodes | calls | CPU per call (ms) | runs | SDK alone (ms) | "
+        "beyond the SDK (ms) | wall (s) | harness share of wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for key, r in result["claude"].items():
         runner, latency = key.rsplit("@", 1)
         runs = ", ".join(map(str, r.get("cpu_ms_per_call_runs", [r["cpu_ms_per_call"]])))
         sdk = r.get("sdk_alone_ms_per_call")
         beyond = "" if sdk is None else round(r["cpu_ms_per_call"] - sdk, 3)
-        lines.append(f"| {runner} | {latency} | {r['episodes']} | {r['calls']} | {r['cpu_ms_per_call']} | {runs} | "
-                     f"{sdk or ''} | {beyond} | {r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |")  # fmt: skip
+        lines.append(
+            f"| {runner} | {latency} | {r['episodes']} | {r['calls']} | {r['cpu_ms_per_call']} | {runs} | "
+            f"{sdk or ''} | {beyond} | {r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |"
+        )
     if result.get("long"):
-        lines += ["", f"## Long episodes ({LONG_STEPS} steps): harness CPU between consecutive model calls", "",
-                  "The walker shaped as Claude (the runners build their Claude requests; `AnthropicClient.plan` "
-                  "builds each one's wire form and breakpoints), no latency, concurrency 1. The gap after step k: "
-                  "the step's action, its events and record, and the next request. Odd steps search, even steps "
-                  "look up. Median CPU ms over the episodes.", "",
-                  "| runner | episodes | after step 1 | 2 | 10 | 25 | 48 | 49 | 49 / 1 |",
-                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## Long episodes ({LONG_STEPS} steps): harness CPU between consecutive model calls",
+            "",
+            "The walker shaped as Claude (the runners build their Claude requests; `AnthropicClient.plan` "
+            "builds each one's wire form and breakpoints), no latency, concurrency 1. The gap after step k: "
+            "the step's action, its events and record, and the next request. Odd steps search, even steps "
+            "look up. Median CPU ms over the episodes.",
+            "",
+            "| runner | episodes | after step 1 | 2 | 10 | 25 | 48 | 49 | 49 / 1 |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for runner, r in result["long"].items():
             at = r["cpu_ms_after_step"]
             cells = " | ".join(str(at[str(k)] if str(k) in at else at[k]) for k in (1, 2, 10, 25, 48, 49))
             lines.append(f"| {runner} | {r['episodes']} | {cells} | {r['ratio_49_to_1']} |")
     for runner, top in result["profile"].items():
-        lines += ["", f"## Top costs in process ({runner} runner, cProfile, own time)", "",
-                  "| function | calls | own (s) | share |", "|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## Top costs in process ({runner} runner, cProfile, own time)",
+            "",
+            "| function | calls | own (s) | share |",
+            "|---|---|---|---|",
+        ]
         lines += [f"| `{t['function']}` | {t['calls']} | {t['own_s']} | {100 * t['own_share']:.1f}% |" for t in top]
     return "\n".join(lines)
 
@@ -351,8 +379,14 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for runner, r in result["in_process"].items():
         value = r["step_ms"]["median"]
-        out.append(check(f"median harness time per step in process, {runner} runner, wiki included (ms)", value,
-                         "<= 0.5", value <= 0.5))  # fmt: skip
+        out.append(
+            check(
+                f"median harness time per step in process, {runner} runner, wiki included (ms)",
+                value,
+                "<= 0.5",
+                value <= 0.5,
+            )
+        )
     for key, r in result["claude"].items():
         runner, latency = key.rsplit("@", 1)
         if latency == "0s":
@@ -364,12 +398,24 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(check(name, ratio, "<= 1.3", ratio <= 1.3))
         else:
             value = round(100 * r["harness_share_of_wall"], 3)
-            out.append(check(f"harness share of wall time at {latency} per call, {runner} runner (%)", value,
-                             "<= 1", value <= 1.0))  # fmt: skip
+            out.append(
+                check(
+                    f"harness share of wall time at {latency} per call, {runner} runner (%)",
+                    value,
+                    "<= 1",
+                    value <= 1.0,
+                )
+            )
     for runner, r in result.get("long", {}).items():
         value = r["ratio_49_to_1"]
-        out.append(check(f"harness CPU after step 49 / after step 1 of {LONG_STEPS}-step episodes, {runner} runner",
-                         value, "<= 2", value <= 2.0))  # fmt: skip
+        out.append(
+            check(
+                f"harness CPU after step 49 / after step 1 of {LONG_STEPS}-step episodes, {runner} runner",
+                value,
+                "<= 2",
+                value <= 2.0,
+            )
+        )
     return out
 
 

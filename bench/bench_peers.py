@@ -65,12 +65,36 @@ def questions(concurrency: int) -> int:
 
 def command(system: str, base_url: str, n: int, concurrency: int, caching: bool, results: Path) -> list[str]:
     if system == "react-bench":
-        return [sys.executable, str(REPO / "scripts" / "eval.py"), "task=hotpotqa", "mode=react", "runner=tool_use",
-                "shots=0", f"model={MODEL}", f"model.base_url={base_url}", f"model.api_key_env={KEY_ENV}",
-                f"model.prompt_caching={str(caching).lower()}", f"n={n}", f"concurrency={concurrency}",
-                f"results_dir={results}", "show=none", "progress=false", "cache=false"]  # fmt: skip
-    return [sys.executable, str(REPO / "bench" / "peer_inspect.py"), "--base-url", base_url, "--n", str(n),
-            "--concurrency", str(concurrency), "--caching", "on" if caching else "off"]  # fmt: skip
+        return [
+            sys.executable,
+            str(REPO / "scripts" / "eval.py"),
+            "task=hotpotqa",
+            "mode=react",
+            "runner=tool_use",
+            "shots=0",
+            f"model={MODEL}",
+            f"model.base_url={base_url}",
+            f"model.api_key_env={KEY_ENV}",
+            f"model.prompt_caching={str(caching).lower()}",
+            f"n={n}",
+            f"concurrency={concurrency}",
+            f"results_dir={results}",
+            "show=none",
+            "progress=false",
+            "cache=false",
+        ]
+    return [
+        sys.executable,
+        str(REPO / "bench" / "peer_inspect.py"),
+        "--base-url",
+        base_url,
+        "--n",
+        str(n),
+        "--concurrency",
+        str(concurrency),
+        "--caching",
+        "on" if caching else "off",
+    ]
 
 
 def one_run(system: str, n: int, concurrency: int, latency_s: float, caching: bool, work: Path) -> dict[str, Any]:
@@ -94,8 +118,9 @@ def one_run(system: str, n: int, concurrency: int, latency_s: float, caching: bo
     ok = [s for s in stats.statuses if s == 200]
     if code != 0 or len(ok) != n * CALLS_PER_QUESTION:
         said = f"{out.decode()[-1000:]} {err.decode()[-2000:]}"
-        raise RuntimeError(f"{system} (n={n}, c={concurrency}) exited {code} with {len(ok)} of "
-                           f"{n * CALLS_PER_QUESTION} calls: {said}")  # fmt: skip
+        raise RuntimeError(
+            f"{system} (n={n}, c={concurrency}) exited {code} with {len(ok)} of {n * CALLS_PER_QUESTION} calls: {said}"
+        )
     span = max(stats.answered) - min(stats.received)
     ideal = math.ceil(n / concurrency) * CALLS_PER_QUESTION * latency_s
     total = Usage()
@@ -129,8 +154,13 @@ def run_cells(repeats: int, work: Path) -> list[dict[str, Any]]:
                 for system in SYSTEMS if repeat % 2 == 0 else SYSTEMS[::-1]:
                     runs[system].append(one_run(system, n, concurrency, latency, True, work))
             median = {s: median_of(r) for s, r in runs.items()}
-            cell: dict[str, Any] = {"latency_s": latency, "concurrency": concurrency, "questions": n, "runs": runs,
-                                    "median": median}  # fmt: skip
+            cell: dict[str, Any] = {
+                "latency_s": latency,
+                "concurrency": concurrency,
+                "questions": n,
+                "runs": runs,
+                "median": median,
+            }
             ours, theirs = median["react-bench"], median["inspect"]
             cell["ratio"] = {k: round(ours[k] / theirs[k], 3) for k in ("wall_s", "cpu_ms_per_request")}
             print(f"latency {latency} s, concurrency {concurrency}: {cell['median']} ratio {cell['ratio']}", flush=True)
@@ -163,8 +193,15 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
         cells = [c for c in result["cells"] if what != "wall_s" or within_reach(c)]
         worst = max(cells, key=lambda c: c["ratio"][what])
         value = worst["ratio"][what]
-        out.append(check(f"{label}: react-bench / inspect, worst cell (latency {worst['latency_s']} s, "
-                         f"concurrency {worst['concurrency']})", value, "<= 0.8", value <= 0.8))  # fmt: skip
+        out.append(
+            check(
+                f"{label}: react-bench / inspect, worst cell (latency {worst['latency_s']} s, "
+                f"concurrency {worst['concurrency']})",
+                value,
+                "<= 0.8",
+                value <= 0.8,
+            )
+        )
     tokens = result["tokens"]
     value = round(tokens["react-bench"]["on"] / tokens["inspect"]["on"], 4)
     out.append(check("billed-equivalent input with caching on: react-bench / inspect", value, "<= 1.0", value <= 1.0))
@@ -172,39 +209,60 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def render(result: dict[str, Any]) -> str:
-    lines = ["# Peers: react-bench and inspect_ai's react() on the same work", "",
-             environment_line(result["environment"]), "",
-             f"Produced by `python bench/bench_peers.py` ({result['repeats']} runs of each system per cell, "
-             f"medians; inspect_ai {result['inspect_version']}). HotpotQA, two model calls per question (search, "
-             "answer), the same wiki tools, zero-shot, the project's Messages API server in its own process.", "",
-             *checks_markdown(result["checks"]), "",
-             "| latency | concurrency | questions | system | wall (s) | % of ideal | CPU per request (ms) | "
-             "peak RSS (MB) | start to first request (s) |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Peers: react-bench and inspect_ai's react() on the same work",
+        "",
+        environment_line(result["environment"]),
+        "",
+        f"Produced by `python bench/bench_peers.py` ({result['repeats']} runs of each system per cell, "
+        f"medians; inspect_ai {result['inspect_version']}). HotpotQA, two model calls per question (search, "
+        "answer), the same wiki tools, zero-shot, the project's Messages API server in its own process.",
+        "",
+        *checks_markdown(result["checks"]),
+        "",
+        "| latency | concurrency | questions | system | wall (s) | % of ideal | CPU per request (ms) | "
+        "peak RSS (MB) | start to first request (s) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for c in result["cells"]:
         for system in SYSTEMS:
             m = c["median"][system]
-            lines.append(f"| {c['latency_s']} s | {c['concurrency']} | {c['questions']} | {system} | {m['wall_s']} | "
-                         f"{m['pct_of_ideal']} | {m['cpu_ms_per_request']} | {m['peak_rss_mb']} | "
-                         f"{m['first_request_s']} |")  # fmt: skip
+            lines.append(
+                f"| {c['latency_s']} s | {c['concurrency']} | {c['questions']} | {system} | {m['wall_s']} | "
+                f"{m['pct_of_ideal']} | {m['cpu_ms_per_request']} | {m['peak_rss_mb']} | "
+                f"{m['first_request_s']} |"
+            )
     out_of_reach = []
     for c in result["cells"]:  # wall includes the model's own time, which no harness can shorten
         floor = math.ceil(c["questions"] / c["concurrency"]) * CALLS_PER_QUESTION * c["latency_s"]
         theirs = c["median"]["inspect"]["wall_s"]
         if not within_reach(c):
-            out_of_reach.append(f"latency {c['latency_s']} s, concurrency {c['concurrency']}: the model's own "
-                                f"time alone is {floor:g} s, more than 0.8 x inspect's {theirs} s")  # fmt: skip
+            out_of_reach.append(
+                f"latency {c['latency_s']} s, concurrency {c['concurrency']}: the model's own "
+                f"time alone is {floor:g} s, more than 0.8 x inspect's {theirs} s"
+            )
     if out_of_reach:
-        lines += ["", "Wall time includes the calls' own latency, which no harness can shorten; where it alone "
-                  "passes 0.8 of inspect's wall, the wall goal is out of any system's reach, and the wall check "
-                  "leaves the cell out: "
-                  + "; ".join(out_of_reach) + "."]  # fmt: skip
+        lines += [
+            "",
+            "Wall time includes the calls' own latency, which no harness can shorten; where it alone "
+            "passes 0.8 of inspect's wall, the wall goal is out of any system's reach, and the wall check "
+            "leaves the cell out: " + "; ".join(out_of_reach) + ".",
+        ]
     t = result["tokens"]
-    lines += ["", f"## Billed-equivalent input tokens ({t['questions']} questions, concurrency 1)", "",
-              "| system | caching on | caching off | on / off |", "|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        f"## Billed-equivalent input tokens ({t['questions']} questions, concurrency 1)",
+        "",
+        "| system | caching on | caching off | on / off |",
+        "|---|---|---|---|",
+    ]
     lines += [f"| {s} | {t[s]['on']:.0f} | {t[s]['off']:.0f} | {t[s]['on_off']} |" for s in SYSTEMS]
-    lines += ["", "Zero-shot, a two-call episode's prompt stays below the model's minimum cacheable length (2,048 "
-              "tokens for Claude Sonnet 4.6), so caching can save nothing on this work for either system; "
-              "what differs is the size of what each sends."]  # fmt: skip
+    lines += [
+        "",
+        "Zero-shot, a two-call episode's prompt stays below the model's minimum cacheable length (2,048 "
+        "tokens for Claude Sonnet 4.6), so caching can save nothing on this work for either system; "
+        "what differs is the size of what each sends.",
+    ]
     return "\n".join(lines)
 
 
@@ -218,8 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     import inspect_ai
 
     os.environ.setdefault(KEY_ENV, "local-bench-key-not-real")
-    result: dict[str, Any] = {"environment": environment(), "repeats": args.repeats,
-                              "inspect_version": inspect_ai.__version__}  # fmt: skip
+    result: dict[str, Any] = {
+        "environment": environment(),
+        "repeats": args.repeats,
+        "inspect_version": inspect_ai.__version__,
+    }
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         one_run("react-bench", 2, 1, 0.0, True, work)  # warm-up: page cache, the wiki's and the data's caches

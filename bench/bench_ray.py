@@ -144,7 +144,7 @@ def measure() -> dict[str, Any]:
         "speedup": round(two / one, 3),
         "load_at_start": load,
         "environment": environment(),
-    }  # fmt: skip
+    }
 
 
 def checks_of(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -51,8 +51,12 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         "",
     ]
     for name, result in results.items():
-        lines += [f"## [{name}]({name}.md): {ABOUT.get(name, '')}", "",
-                  f"`python bench/bench_{name}.py` (measured {when(result)})", ""]  # fmt: skip
+        lines += [
+            f"## [{name}]({name}.md): {ABOUT.get(name, '')}",
+            "",
+            f"`python bench/bench_{name}.py` (measured {when(result)})",
+            "",
+        ]
         checks = result.get("checks") or []
         if not checks:
             lines += ["No checks recorded.", ""]

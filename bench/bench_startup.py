@@ -51,8 +51,23 @@ from react_bench.testing.walker import Walk, WalkResponder
 
 EVAL = str(REPO / "scripts" / "eval.py")
 # Packages that one path or another uses; a path that does not use one must not import it.
-HEAVY = ("anthropic", "datasets", "llama_cpp", "pandas", "pyarrow", "scipy", "statsmodels", "matplotlib",
-         "inspect_ai", "wikipedia", "openai", "torch", "bs4", "textworld", "alfworld")  # fmt: skip
+HEAVY = (
+    "anthropic",
+    "datasets",
+    "llama_cpp",
+    "pandas",
+    "pyarrow",
+    "scipy",
+    "statsmodels",
+    "matplotlib",
+    "inspect_ai",
+    "wikipedia",
+    "openai",
+    "torch",
+    "bs4",
+    "textworld",
+    "alfworld",
+)
 USES = {"claude": {"anthropic"}, "default": {"llama_cpp"}, "help": set()}
 CPU_S: list[float] = []  # each timed Claude run's whole CPU: an n=1 run is its fixed cost
 
@@ -84,13 +99,30 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 
 
 def claude_args(base_url: str, results: Path) -> list[str]:
-    return [EVAL, "task=hotpotqa", "model=claude-sonnet-4-6", f"model.base_url={base_url}",
-            f"model.api_key_env={KEY_ENV}", "n=1", f"results_dir={results}", "show=none", "cache=false"]  # fmt: skip
+    return [
+        EVAL,
+        "task=hotpotqa",
+        "model=claude-sonnet-4-6",
+        f"model.base_url={base_url}",
+        f"model.api_key_env={KEY_ENV}",
+        "n=1",
+        f"results_dir={results}",
+        "show=none",
+        "cache=false",
+    ]
 
 
 def default_args(results: Path) -> list[str]:
-    return [EVAL, "task=hotpotqa", "n=1", f"results_dir={results}", "show=none", "cache=false",
-            "protocol=custom", "max_steps=1"]  # fmt: skip
+    return [
+        EVAL,
+        "task=hotpotqa",
+        "n=1",
+        f"results_dir={results}",
+        "show=none",
+        "cache=false",
+        "protocol=custom",
+        "max_steps=1",
+    ]
 
 
 def _children_cpu() -> float:
@@ -138,8 +170,11 @@ def sdk_import(runs: int) -> dict[str, Any]:
         subprocess.run([sys.executable, "-c", "import anthropic"], check=True)
         walls.append(time.monotonic() - start)
         cpus.append(_children_cpu() - cpu)
-    return {"runs": runs, "wall_s": round(statistics.median(walls[1:]), 3),
-            "cpu_s": round(statistics.median(cpus[1:]), 3)}  # fmt: skip
+    return {
+        "runs": runs,
+        "wall_s": round(statistics.median(walls[1:]), 3),
+        "cpu_s": round(statistics.median(cpus[1:]), 3),
+    }
 
 
 def import_times(args: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
@@ -162,13 +197,23 @@ def import_times(args: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
 
 
 def render(result: dict[str, Any]) -> str:
-    lines = ["# Start-up: process start to the first model call", "", environment_line(result["environment"]), "",
-             "Produced by `python bench/bench_startup.py`.", "", *checks_markdown(result["checks"]), "",
-             "| path | runs | median (s) | min (s) | max (s) | heavy packages imported |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# Start-up: process start to the first model call",
+        "",
+        environment_line(result["environment"]),
+        "",
+        "Produced by `python bench/bench_startup.py`.",
+        "",
+        *checks_markdown(result["checks"]),
+        "",
+        "| path | runs | median (s) | min (s) | max (s) | heavy packages imported |",
+        "|---|---|---|---|---|---|",
+    ]
     for path, r in result["paths"].items():
-        lines.append(f"| {path} | {len(r['seconds'])} | {r['median_s']} | {min(r['seconds'])} | {max(r['seconds'])} | "
-                     f"{', '.join(r['heavy_imported']) or '-'} |")  # fmt: skip
+        lines.append(
+            f"| {path} | {len(r['seconds'])} | {r['median_s']} | {min(r['seconds'])} | {max(r['seconds'])} | "
+            f"{', '.join(r['heavy_imported']) or '-'} |"
+        )
     floor = result.get("sdk_import")
     if floor:
         claude = result["paths"]["claude"]
@@ -185,8 +230,13 @@ def render(result: dict[str, Any]) -> str:
             f"run's own part, beyond it: {own} s to the first request{own_cpu}.",
         ]
     for path, r in result["paths"].items():
-        lines += ["", f"## Top-level imports, {path} path (`-X importtime`, cumulative)", "", "| module | ms |",
-                  "|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## Top-level imports, {path} path (`-X importtime`, cumulative)",
+            "",
+            "| module | ms |",
+            "|---|---|",
+        ]
         lines += [f"| {row['module']} | {row['ms']} |" for row in r["imports"]]
     return "\n".join(lines)
 
@@ -196,19 +246,37 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
     calls the API pays; the page gives its figure): what the run itself adds (issue 36)."""
     claude, floor = result["paths"]["claude"], result["sdk_import"]
     own = round(claude["median_s"] - floor["wall_s"], 3)
-    out = [check("process start to the first model call beyond `import anthropic`, Claude path (s, median)", own,
-                 "<= 0.5", own <= 0.5)]  # fmt: skip
+    out = [
+        check(
+            "process start to the first model call beyond `import anthropic`, Claude path (s, median)",
+            own,
+            "<= 0.5",
+            own <= 0.5,
+        )
+    ]
     if "cpu_s" in claude:
         cpu = round(statistics.median(claude["cpu_s"]) - floor["cpu_s"], 3)
-        out.append(check("CPU of a whole one-example run beyond `import anthropic`, Claude path (s, median)", cpu,
-                         "<= 0.7", cpu <= 0.7))  # fmt: skip
+        out.append(
+            check(
+                "CPU of a whole one-example run beyond `import anthropic`, Claude path (s, median)",
+                cpu,
+                "<= 0.7",
+                cpu <= 0.7,
+            )
+        )
     if "help" in result["paths"]:
         value = result["paths"]["help"]["median_s"]
         out.append(check("eval.py --help, process start to exit (s, median)", value, "<= 0.3", value <= 0.3))
     for path, r in result["paths"].items():
         unused = r["unused_heavy_imported"]
-        out.append(check(f"heavy packages imported that the {path} path does not use", len(unused), "0 "
-                         f"(of {', '.join(HEAVY)})", not unused))  # fmt: skip
+        out.append(
+            check(
+                f"heavy packages imported that the {path} path does not use",
+                len(unused),
+                f"0 (of {', '.join(HEAVY)})",
+                not unused,
+            )
+        )
     return out
 
 
@@ -225,10 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, Any] = {"environment": {**environment(), "load_average_1m_when_measured": load}, "paths": {}}
     with tempfile.TemporaryDirectory() as tmp, MessagesServer(responder=WalkResponder(Walk(steps=1))) as server:
         results = Path(tmp)
-        timed = {"claude": lambda: time_claude(server, results), "default": lambda: time_default(results),
-                 "help": time_help}  # fmt: skip
-        arguments = {"claude": claude_args(server.base_url, results), "default": default_args(results),
-                     "help": [EVAL, "--help"]}  # fmt: skip
+        timed = {
+            "claude": lambda: time_claude(server, results),
+            "default": lambda: time_default(results),
+            "help": time_help,
+        }
+        arguments = {
+            "claude": claude_args(server.base_url, results),
+            "default": default_args(results),
+            "help": [EVAL, "--help"],
+        }
         for path, run in timed.items():
             run()  # untimed: page cache and on-disk caches
             CPU_S.clear()

@@ -99,9 +99,20 @@ async def run_all(work: Path) -> dict[str, Any]:
                 off = await measure(model, runner, n, False, work, shots)
                 ratio = on["billed_equivalent"] / off["billed_equivalent"]
                 above = sum(t >= min_cache_tokens(model) for t in off["prompt_tokens"])
-                rows.append({"model": model, "min_cache_tokens": min_cache_tokens(model), "runner": runner,
-                             "shots": "all" if shots is None else shots, "scope": scope, "questions": n, "on": on,
-                             "off": off, "ratio": ratio, "above_minimum": above})  # fmt: skip
+                rows.append(
+                    {
+                        "model": model,
+                        "min_cache_tokens": min_cache_tokens(model),
+                        "runner": runner,
+                        "shots": "all" if shots is None else shots,
+                        "scope": scope,
+                        "questions": n,
+                        "on": on,
+                        "off": off,
+                        "ratio": ratio,
+                        "above_minimum": above,
+                    }
+                )
                 print(f"{model} {runner} shots={shots} {scope}: on/off {ratio:.3f}", flush=True)
     return {"rows": rows}
 
@@ -110,16 +121,32 @@ def checks(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for row in rows:
         if row["model"] == MODELS[0] and row["shots"] == 0 and row["scope"] == "episode":
-            out.append({"name": f"zero-shot tool_use episode: billed input on/off ({row['model']})",
-                        "value": round(row["ratio"], 4), "goal": f"<= {ZERO_SHOT_GOAL}",
-                        "ok": row["ratio"] <= ZERO_SHOT_GOAL})  # fmt: skip
+            out.append(
+                {
+                    "name": f"zero-shot tool_use episode: billed input on/off ({row['model']})",
+                    "value": round(row["ratio"], 4),
+                    "goal": f"<= {ZERO_SHOT_GOAL}",
+                    "ok": row["ratio"] <= ZERO_SHOT_GOAL,
+                }
+            )
         elif row["model"] == MODELS[0] and row["shots"] == "all":
-            out.append({"name": f"{row['runner']} {row['scope']}: billed input on/off ({row['model']})",
-                        "value": round(row["ratio"], 4), "goal": f"<= {GOALS[row['scope']]}",
-                        "ok": row["ratio"] <= GOALS[row["scope"]]})  # fmt: skip
+            out.append(
+                {
+                    "name": f"{row['runner']} {row['scope']}: billed input on/off ({row['model']})",
+                    "value": round(row["ratio"], 4),
+                    "goal": f"<= {GOALS[row['scope']]}",
+                    "ok": row["ratio"] <= GOALS[row["scope"]],
+                }
+            )
     worst = max(rows, key=lambda r: r["ratio"])
-    out.append({"name": "caching never dearer than no caching (every configuration)",
-                "value": round(worst["ratio"], 4), "goal": "<= 1.0", "ok": worst["ratio"] <= 1.0})  # fmt: skip
+    out.append(
+        {
+            "name": "caching never dearer than no caching (every configuration)",
+            "value": round(worst["ratio"], 4),
+            "goal": "<= 1.0",
+            "ok": worst["ratio"] <= 1.0,
+        }
+    )
     return out
 
 

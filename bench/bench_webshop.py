@@ -95,10 +95,16 @@ def measure(goals: int) -> dict[str, Any]:
     finally:
         parent.send("stop")
         process.join(timeout=30)
-    summary = {k: {"p50": round(percentile(v, 50), 3), "p90": round(percentile(v, 90), 3), "n": len(v)}
-               for k, v in times.items()}  # fmt: skip
-    return {"goals": goals, "catalog": {"products": 2000, "goals": 500, "generate_s": round(generate_s, 3)},
-            "times": summary, "environment": environment()}  # fmt: skip
+    summary = {
+        k: {"p50": round(percentile(v, 50), 3), "p90": round(percentile(v, 90), 3), "n": len(v)}
+        for k, v in times.items()
+    }
+    return {
+        "goals": goals,
+        "catalog": {"products": 2000, "goals": 500, "generate_s": round(generate_s, 3)},
+        "times": summary,
+        "environment": environment(),
+    }
 
 
 def checks_of(result: dict[str, Any]) -> list[dict[str, Any]]:

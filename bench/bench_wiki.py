@@ -240,19 +240,33 @@ def _checks(result: dict) -> list[dict]:
     """One {name, value, goal, ok} per target, from the measured figures."""
     hp, syn = result["hotpotqa"], result.get("synthetic")
     checks = []
-    for name, corpus, goal in (("the 6.6k HotpotQA wiki", hp, TARGETS["p50_ms_6k"]),
-                               (f"{(syn or {}).get('pages', 0):,} documents", syn, TARGETS["p50_ms_1m"])):  # fmt: skip
+    for name, corpus, goal in (
+        ("the 6.6k HotpotQA wiki", hp, TARGETS["p50_ms_6k"]),
+        (f"{(syn or {}).get('pages', 0):,} documents", syn, TARGETS["p50_ms_1m"]),
+    ):
         if corpus is None:
             continue
         for label, key in (("whole-question", "question"), ("all query sets pooled", "all")):
             if key in corpus["search"]:
                 p50 = corpus["search"][key]["p50_ms"]
-                checks.append({"name": f"search p50 on {name} (ms, {label})", "value": p50, "goal": f"<= {goal}",
-                               "ok": p50 <= goal})  # fmt: skip
+                checks.append(
+                    {
+                        "name": f"search p50 on {name} (ms, {label})",
+                        "value": p50,
+                        "goal": f"<= {goal}",
+                        "ok": p50 <= goal,
+                    }
+                )
     if syn is not None:
         rate, goal = syn["build_docs_per_s"], TARGETS["build_docs_per_s"]
-        checks.append({"name": f"build rate at {syn['docs_in']:,} documents (docs/s)", "value": rate,
-                       "goal": f">= {goal}", "ok": rate >= goal})  # fmt: skip
+        checks.append(
+            {
+                "name": f"build rate at {syn['docs_in']:,} documents (docs/s)",
+                "value": rate,
+                "goal": f">= {goal}",
+                "ok": rate >= goal,
+            }
+        )
     return checks
 
 

@@ -172,9 +172,16 @@ def _serve(conn: Any, steps: int, plans: int, latency_s: float, rpm: float | Non
     conn.recv()  # stop
     server.stop()
     rejected = server.limiter.rejected if server.limiter is not None else 0
-    conn.send(ServerStats([r.received for r in server.requests], [r.answered for r in server.requests],
-                          [r.status for r in server.requests], rejected, time.process_time(),
-                          [b["usage"] for b in server.billed]))  # fmt: skip
+    conn.send(
+        ServerStats(
+            [r.received for r in server.requests],
+            [r.answered for r in server.requests],
+            [r.status for r in server.requests],
+            rejected,
+            time.process_time(),
+            [b["usage"] for b in server.billed],
+        )
+    )
 
 
 @contextmanager

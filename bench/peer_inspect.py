@@ -60,8 +60,14 @@ def wiki_tools(factory: EnvFactory) -> list[ToolDef]:
         fn.__signature__ = inspect.Signature(
             [inspect.Parameter(param, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)], return_annotation=str
         )
-        tools.append(ToolDef(fn, name=spec.name, description=spec.description,
-                             parameters={param: props[param].get("description", param)}))  # fmt: skip
+        tools.append(
+            ToolDef(
+                fn,
+                name=spec.name,
+                description=spec.description,
+                parameters={param: props[param].get("description", param)},
+            )
+        )
     return tools
 
 
@@ -103,8 +109,17 @@ def main(argv: list[str] | None = None) -> int:
         scores = [s.scores["includes"].value for s in (log.samples or []) if s.scores]
         error = log.error.message if log.error else None
         accuracy = sum(v == "C" for v in scores) / max(1, len(scores))
-        print(json.dumps({"status": log.status, "samples": len(log.samples or []), "scored": len(scores),
-                          "accuracy": accuracy, "error": error}))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "status": log.status,
+                    "samples": len(log.samples or []),
+                    "scored": len(scores),
+                    "accuracy": accuracy,
+                    "error": error,
+                }
+            )
+        )
     return 0 if log.status == "success" else 1
 
 

@@ -51,8 +51,9 @@ def batch_response_ids(run_dir: Path) -> set[str]:
     return {i for b in load_state(run_dir)["batches"] for i in b.get("responses", [])}
 
 
-async def prefetch(stack: ModelStack, solver: Solver, questions: list[str], run_dir: Path, out: TextIO,
-                   poll_s: float = 30.0) -> dict[str, int]:  # fmt: skip
+async def prefetch(
+    stack: ModelStack, solver: Solver, questions: list[str], run_dir: Path, out: TextIO, poll_s: float = 30.0
+) -> dict[str, int]:
     """Submit what the cache lacks, collect every batch of this run into the cache."""
     cache, client = batch_client(stack)
     state = load_state(run_dir)

@@ -47,8 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     script = SCRIPTS / f"{command.replace('-', '_')}.py"
     if not script.is_file():
-        print(f"error: {script} is missing: react-bench runs the scripts of a source checkout "
-              "(git clone, then pip install -e . or make setup)", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: {script} is missing: react-bench runs the scripts of a source checkout "
+            "(git clone, then pip install -e . or make setup)",
+            file=sys.stderr,
+        )
         return 2
     sys.argv = [str(script), *rest]
     try:

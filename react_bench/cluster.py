@@ -116,15 +116,23 @@ def _reachable(address: str, timeout_s: float = 10.0) -> None:
         with socket.create_connection((host, int(port)), timeout=timeout_s):
             return
     except OSError as exc:
-        raise ConfigError(f"executor=ray: could not connect to ray.address={address} ({exc.strerror or exc}); "
-                          f"start the cluster's head there (ray start --head --port={port}) or set "
-                          f"ray.address=auto") from None  # fmt: skip
+        raise ConfigError(
+            f"executor=ray: could not connect to ray.address={address} ({exc.strerror or exc}); "
+            f"start the cluster's head there (ray start --head --port={port}) or set "
+            f"ray.address=auto"
+        ) from None
 
 
 def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     e = ray.exceptions
-    return (e.RayActorError, e.WorkerCrashedError, e.NodeDiedError, e.ObjectLostError, e.LocalRayletDiedError,
-            e.OutOfMemoryError)  # fmt: skip
+    return (
+        e.RayActorError,
+        e.WorkerCrashedError,
+        e.NodeDiedError,
+        e.ObjectLostError,
+        e.LocalRayletDiedError,
+        e.OutOfMemoryError,
+    )
 
 
 class _Worker:
@@ -206,15 +214,16 @@ class WorkerPool:
         for _ in range(workers):
             pool._spawn()
         await pool._first_ready()
-        print(f"ray: {workers} worker(s) x {per} example(s) at once, "
-              f"{_cluster_summary(ray)}", file=out, flush=True)  # fmt: skip
+        print(f"ray: {workers} worker(s) x {per} example(s) at once, {_cluster_summary(ray)}", file=out, flush=True)
         return pool
 
     def _spawn(self) -> None:
         remote = self.ray.remote(_Worker).options(
-            num_cpus=self.cfg.ray.num_cpus, max_restarts=0, max_concurrency=self.per_worker,
+            num_cpus=self.cfg.ray.num_cpus,
+            max_restarts=0,
+            max_concurrency=self.per_worker,
             scheduling_strategy="SPREAD",
-        )  # fmt: skip
+        )
         actor = remote.remote(self.cfg, os.getcwd(), self.limiter, self.events)
         self.starting += 1
         task = asyncio.ensure_future(self._join(actor))
@@ -320,8 +329,10 @@ def _cluster_slots(ray: Any, settings: RaySettings) -> int:
         return max(1, int(cpus))
     workers = int(cpus // settings.num_cpus)
     if workers < 1:
-        raise ConfigError(f"executor=ray: the cluster has {cpus:g} free CPU(s), a worker needs "
-                          f"ray.num_cpus={settings.num_cpus:g}; add nodes or set ray.num_cpus lower")  # fmt: skip
+        raise ConfigError(
+            f"executor=ray: the cluster has {cpus:g} free CPU(s), a worker needs "
+            f"ray.num_cpus={settings.num_cpus:g}; add nodes or set ray.num_cpus lower"
+        )
     return workers
 
 

@@ -68,8 +68,9 @@ class ProgressBar:
         from tqdm import tqdm
 
         self._out = out
-        self._bar = tqdm(total=total, initial=initial, desc=desc, unit="ex", file=out, disable=not enabled,
-                         dynamic_ncols=True)  # fmt: skip
+        self._bar = tqdm(
+            total=total, initial=initial, desc=desc, unit="ex", file=out, disable=not enabled, dynamic_ncols=True
+        )
         self._right = self._n = self._tokens = 0
         self._cost: float | None = 0.0
         self._figures = ""

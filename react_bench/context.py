@@ -70,8 +70,14 @@ class ContextConfig:
 
 
 def _tokens(messages: Sequence[Message]) -> int:
-    return sum(len(getattr(b, "text", "") or getattr(b, "content", "") or str(getattr(b, "input", ""))) for m in
-               messages for b in m.content) // 4  # fmt: skip
+    return (
+        sum(
+            len(getattr(b, "text", "") or getattr(b, "content", "") or str(getattr(b, "input", "")))
+            for m in messages
+            for b in m.content
+        )
+        // 4
+    )
 
 
 def _action_of(turn: Message) -> str:
@@ -128,8 +134,11 @@ class Compactor:
             upto = len(history) // 2 - self.config.keep_recent
             transcript = render(history[2 * self.covered : 2 * upto])
             prior = f"Earlier summary: {self.summary}\n\n" if self.summary else ""
-            request = ModelRequest(messages=(Message.user(SUMMARY_INSTRUCTION + prior + transcript),),
-                                   max_tokens=self.config.summary_max_tokens, temperature=0.0)  # fmt: skip
+            request = ModelRequest(
+                messages=(Message.user(SUMMARY_INSTRUCTION + prior + transcript),),
+                max_tokens=self.config.summary_max_tokens,
+                temperature=0.0,
+            )
             if model.capabilities.raw_completion:
                 request = replace(request, messages=(), prompt=SUMMARY_INSTRUCTION + prior + transcript + "\nSummary:")
             response = await generate(model, request)

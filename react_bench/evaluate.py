@@ -142,8 +142,10 @@ class Run:
     @classmethod
     def prepare(cls, cfg: RunConfig, out: TextIO = sys.stdout, model: ModelClient | None = None) -> Run:
         if cfg.executor == "ray" and model is not None and not cfg.dry_run:
-            raise ConfigError("executor=ray builds the model on each worker from cfg.model; a client built by "
-                              "the caller cannot be sent there (use executor=local)")  # fmt: skip
+            raise ConfigError(
+                "executor=ray builds the model on each worker from cfg.model; a client built by "
+                "the caller cannot be sent there (use executor=local)"
+            )
         task = load_task(cfg.task.name)
         env = env_config(cfg, task)
         examples = task.examples(cfg.task, env)
@@ -157,8 +159,12 @@ class Run:
         started = time.monotonic()
         stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
         if loading:
-            print(f"model loaded in {time.monotonic() - started:.1f} s; each step of an episode is a model call "
-                  "(the bar shows the step in progress)", file=out, flush=True)  # fmt: skip
+            print(
+                f"model loaded in {time.monotonic() - started:.1f} s; each step of an episode is a model call "
+                "(the bar shows the step in progress)",
+                file=out,
+                flush=True,
+            )
         prompts, env_factory, solver = build_solver(cfg, task, env, stack.top)
         not_applied = not_applied_settings(stack.top, solver)
         settings = {
@@ -173,15 +179,29 @@ class Run:
         ids = [e.id for e in examples]
         fingerprint = protocol_fingerprint(ids, {k: p.sha256 for k, p in prompts.items()}, settings)
         run_id = cfg.run_id or new_run_id(cfg)
-        run = cls(cfg, task, examples, stack, prompts, env_factory, solver, not_applied, fingerprint, run_id,
-                  run_dir_for(cfg, run_id), out)  # fmt: skip
+        run = cls(
+            cfg,
+            task,
+            examples,
+            stack,
+            prompts,
+            env_factory,
+            solver,
+            not_applied,
+            fingerprint,
+            run_id,
+            run_dir_for(cfg, run_id),
+            out,
+        )
         if cfg.batch:
             from react_bench.batch import batch_client
 
             batch_client(stack)  # a clear error before anything is written
             if MODE_SPECS[cfg.solve.mode].first not in ("standard", "cot", "cot_sc"):
-                raise ConfigError(f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
-                                  f"not mode={cfg.solve.mode}")  # fmt: skip
+                raise ConfigError(
+                    f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
+                    f"not mode={cfg.solve.mode}"
+                )
         return run
 
     async def aclose(self) -> None:
@@ -229,8 +249,9 @@ class Run:
             await executor.prepare(todo)
             budget = None
             if cfg.max_cost_usd is not None and todo:
-                budget = Budget.start(cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question,
-                                      _caching(cfg))  # fmt: skip
+                budget = Budget.start(
+                    cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question, _caching(cfg)
+                )
             n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas)
         finally:
             executor.close()
@@ -263,9 +284,14 @@ class Run:
         if first is not None:
             rundir.write_json(run_dir / "dry_run_request.json", wire_request(self.stack.client, first))
         u = estimate.usage
-        summary = {"examples": len(examples), "calls_at_most": estimate.calls, "usage": u.to_dict(),
-                   "cost_usd": cost, "caching": caching,
-                   "note": "upper bound: every episode runs to the step cap"}  # fmt: skip
+        summary = {
+            "examples": len(examples),
+            "calls_at_most": estimate.calls,
+            "usage": u.to_dict(),
+            "cost_usd": cost,
+            "caching": caching,
+            "note": "upper bound: every episode runs to the step cap",
+        }
         rundir.write_json(run_dir / "dry_run.json", summary)
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
         print(
@@ -292,8 +318,11 @@ class Run:
         n_total = len(self.examples)
         concurrency = cfg.concurrency
         if concurrency > MAX_CONCURRENCY:
-            print(f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
-                  "every API's rate limits; model.requests_per_minute paces the calls)", file=out)  # fmt: skip
+            print(
+                f"note: concurrency={concurrency} is capped at {MAX_CONCURRENCY} examples at once (more meets "
+                "every API's rate limits; model.requests_per_minute paces the calls)",
+                file=out,
+            )
         concurrency = min(max(concurrency, executor.capacity), MAX_CONCURRENCY)  # Ray: every worker busy
 
         semaphore = asyncio.Semaphore(concurrency)
@@ -336,8 +365,9 @@ class Run:
             bar.update(record)
             if on_event is not None:
                 outcome = solved.outcome
-                progress = RunProgress(n_done + finished, n_total, example.id, outcome.prediction,
-                                       record.correct, outcome.reason)  # fmt: skip
+                progress = RunProgress(
+                    n_done + finished, n_total, example.id, outcome.prediction, record.correct, outcome.reason
+                )
                 on_event(example.id, progress)
 
         # The model's text fragments become events only for a sink that reads them (the examples'
@@ -431,16 +461,20 @@ class BatchExecutor(LocalExecutor):
         if run is None or not todo:
             return
         try:
-            totals = await prefetch(run.stack, self.solver, [e.question for e in todo], run.run_dir, run.out,
-                                    poll_s=run.cfg.batch_poll_s)  # fmt: skip
+            totals = await prefetch(
+                run.stack, self.solver, [e.question for e in todo], run.run_dir, run.out, poll_s=run.cfg.batch_poll_s
+            )
         except ModelError as exc:  # the Batches API refused or failed: said in one line, no example run
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise ConfigError(
                 f"batch=true: the Message Batches API failed ({first}); no example was run. Resume to try the "
                 f"batches again, or run without batch=true for live calls"
             ) from None
-        print(f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
-              f"{totals['errored']} left to live calls", file=run.out)  # fmt: skip
+        print(
+            f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
+            f"{totals['errored']} left to live calls",
+            file=run.out,
+        )
 
 
 def _fan_out(sinks: list[EventSink], example_id: str, event: AgentEvent) -> None:

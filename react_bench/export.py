@@ -42,11 +42,24 @@ def examples_table(run_dir: Path) -> Any:
     metrics = _info(run_dir).metrics
     rows = []
     for r in iter_example_records(run_dir):
-        row: dict[str, Any] = {"id": r.id, "question": r.question, "gold": r.gold, "prediction": r.prediction,
-                               "correct": r.correct, **{m: r.scores[m] for m in metrics if m in r.scores},
-                               "reward": r.reward, "steps": r.steps, "reason": r.reason, "route": r.route,
-                               "backoff": r.backoff, "error": r.error, "calls": r.calls, "bad_calls": r.bad_calls,
-                               "retries": r.retries, "cost_usd": r.cost_usd}  # fmt: skip
+        row: dict[str, Any] = {
+            "id": r.id,
+            "question": r.question,
+            "gold": r.gold,
+            "prediction": r.prediction,
+            "correct": r.correct,
+            **{m: r.scores[m] for m in metrics if m in r.scores},
+            "reward": r.reward,
+            "steps": r.steps,
+            "reason": r.reason,
+            "route": r.route,
+            "backoff": r.backoff,
+            "error": r.error,
+            "calls": r.calls,
+            "bad_calls": r.bad_calls,
+            "retries": r.retries,
+            "cost_usd": r.cost_usd,
+        }
         row.update({f"usage_{k}": v for k, v in r.usage.to_dict().items()})
         row.update({f"meta_{k}": v for k, v in r.metadata.items() if not isinstance(v, list | dict)})
         rows.append(row)
@@ -103,7 +116,7 @@ def to_inspect_log(run_dir: Path) -> Any:
             "not_applied": list(run.not_applied),
             "protocol": run.protocol,
             "run_dir": str(run_dir),
-        },  # fmt: skip
+        },
     )
     scores = [_score(name, metrics.scores[name]) for name in info.metrics if name in metrics.scores]
     return EvalLog(
@@ -148,14 +161,25 @@ def _sample(record: ExampleRecord, model: str, info: TaskInfo) -> Any:
         messages += _messages([dict(m) for m in episode.history], [dict(e) for e in episode.events])
     if not record.trajectory:
         messages.append(ChatMessageUser(content=record.question))
-    scores = {m: Score(value=float(record.scores[m]), answer=record.prediction, explanation=f"gold: {record.gold}")
-              for m in info.metrics if m in record.scores}  # fmt: skip
+    scores = {
+        m: Score(value=float(record.scores[m]), answer=record.prediction, explanation=f"gold: {record.gold}")
+        for m in info.metrics
+        if m in record.scores
+    }
     error = None
     if record.reason == "error":
         error = EvalError(message=str(record.error), traceback="", traceback_ansi="")
-    kept = {"reason": record.reason, "route": record.route, "steps": record.steps, "calls": record.calls,
-            "bad_calls": record.bad_calls, "retries": record.retries, "cost_usd": record.cost_usd,
-            "backoff": record.backoff, "samples": list(record.samples)}  # fmt: skip
+    kept = {
+        "reason": record.reason,
+        "route": record.route,
+        "steps": record.steps,
+        "calls": record.calls,
+        "bad_calls": record.bad_calls,
+        "retries": record.retries,
+        "cost_usd": record.cost_usd,
+        "backoff": record.backoff,
+        "samples": list(record.samples),
+    }
     return EvalSample(
         id=record.id,
         epoch=1,
@@ -201,8 +225,11 @@ def _messages(history: list[dict[str, Any]], events: list[dict[str, Any]]) -> li
             if block["type"] == "tool_result":
                 function = names.get(block["tool_use_id"], "text_action")
                 error = ToolCallError("unknown", block["content"]) if block.get("is_error") else None
-                out.append(ChatMessageTool(content=block["content"], tool_call_id=block["tool_use_id"],
-                                           function=function, error=error))  # fmt: skip
+                out.append(
+                    ChatMessageTool(
+                        content=block["content"], tool_call_id=block["tool_use_id"], function=function, error=error
+                    )
+                )
             elif block["type"] == "text":
                 out.append(_user(block["text"]))
     return out

@@ -306,10 +306,32 @@ class Solver:
         # it changes tool_choice, and the API then drops the cached messages.
         last = None if s.runner == "text" and s.loop.on_limit == "wrap_up" else s.loop.max_steps
         if s.runner == "text":
-            return TextPolicy(self.model, prompt, first, self.text_format, actions, style, s.parser, self._sampling(),
-                              context=view, last_step=last)  # fmt: skip
-        return ToolUsePolicy(self.model, prompt, first, actions, self.text_format, style, s.thinking,
-                             s.tool_max_tokens, s.temperature, s.shots, context=view, last_step=last)  # fmt: skip
+            return TextPolicy(
+                self.model,
+                prompt,
+                first,
+                self.text_format,
+                actions,
+                style,
+                s.parser,
+                self._sampling(),
+                context=view,
+                last_step=last,
+            )
+        return ToolUsePolicy(
+            self.model,
+            prompt,
+            first,
+            actions,
+            self.text_format,
+            style,
+            s.thinking,
+            s.tool_max_tokens,
+            s.temperature,
+            s.shots,
+            context=view,
+            last_step=last,
+        )
 
     def replayed_request(self, example: Example, episode: Episode, step: int) -> ModelRequest:
         """The request the agent sent at ``step`` of a recorded episode, rebuilt from the record
@@ -396,8 +418,13 @@ class Solver:
     async def _inner_agent(self, question: str) -> Outcome:
         """A subagent's episode: ReAct with the whole history, its own step cap, a fresh env."""
         s = self.settings
-        inner = Solver(replace(s, context=ContextConfig(), loop=LoopConfig(max_steps=s.context.inner_max_steps)),
-                       self.model, self.prompts, self.env_factory, self.text_format)  # fmt: skip
+        inner = Solver(
+            replace(s, context=ContextConfig(), loop=LoopConfig(max_steps=s.context.inner_max_steps)),
+            self.model,
+            self.prompts,
+            self.env_factory,
+            self.text_format,
+        )
         return await inner._agent(Example("subagent", question, ""), "react", None)
 
 

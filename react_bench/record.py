@@ -83,8 +83,12 @@ class Episode:
     first_observation: str | None = None  # None: a record written before it was kept
 
     def to_dict(self) -> dict[str, Any]:
-        return {"route": self.route, "first_observation": self.first_observation, "history": list(self.history),
-                "events": list(self.events)}  # fmt: skip
+        return {
+            "route": self.route,
+            "first_observation": self.first_observation,
+            "history": list(self.history),
+            "events": list(self.events),
+        }
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> Episode:
@@ -110,8 +114,13 @@ class Episode:
             step = steps.setdefault(number, {"actions": [], "usage": Usage(), "parse_error": None, "finished": False})
             match event.get("type"):
                 case "tool_called":
-                    action = {"name": str(event.get("name") or ""), "arguments": dict(event.get("arguments") or {}),
-                              "observation": None, "is_error": False, "text": event.get("text")}  # fmt: skip
+                    action = {
+                        "name": str(event.get("name") or ""),
+                        "arguments": dict(event.get("arguments") or {}),
+                        "observation": None,
+                        "is_error": False,
+                        "text": event.get("text"),
+                    }
                     step["actions"].append(action)
                     pending[str(event.get("call_id"))] = action
                 case "tool_execution_finished":
@@ -131,7 +140,7 @@ class Episode:
                 s["usage"],
                 s["parse_error"],
                 s["finished"],
-            )  # fmt: skip
+            )
             for number, s in sorted(steps.items())
         ]
 
@@ -172,19 +181,40 @@ class ExampleRecord:
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "question": self.question, "gold": self.gold,
-                               "prediction": self.prediction, "correct": self.correct, **self.scores}  # fmt: skip
+        out: dict[str, Any] = {
+            "id": self.id,
+            "question": self.question,
+            "gold": self.gold,
+            "prediction": self.prediction,
+            "correct": self.correct,
+            **self.scores,
+        }
         out.update(
-            reward=self.reward, steps=self.steps, reason=self.reason, route=self.route, backoff=self.backoff,
-            error=self.error, usage=self.usage.to_dict(), calls=self.calls, bad_calls=self.bad_calls,
-            repairs=dict(self.repairs), replaced_chars=self.replaced_chars, samples=list(self.samples),
-            vote=None if self.vote is None else {"answer": self.vote.answer, "count": self.vote.count,
-                                                 "total": self.vote.total},
-            metadata=dict(self.metadata), trajectory=[e.to_dict() for e in self.trajectory], wall_s=self.wall_s,
-            retries=self.retries, request_cache=dict(self.request_cache),
-            cache_write_failures=self.cache_write_failures, stop_reasons=dict(self.stop_reasons),
-            cost_usd=self.cost_usd, saved_usd=self.saved_usd,
-        )  # fmt: skip
+            reward=self.reward,
+            steps=self.steps,
+            reason=self.reason,
+            route=self.route,
+            backoff=self.backoff,
+            error=self.error,
+            usage=self.usage.to_dict(),
+            calls=self.calls,
+            bad_calls=self.bad_calls,
+            repairs=dict(self.repairs),
+            replaced_chars=self.replaced_chars,
+            samples=list(self.samples),
+            vote=None
+            if self.vote is None
+            else {"answer": self.vote.answer, "count": self.vote.count, "total": self.vote.total},
+            metadata=dict(self.metadata),
+            trajectory=[e.to_dict() for e in self.trajectory],
+            wall_s=self.wall_s,
+            retries=self.retries,
+            request_cache=dict(self.request_cache),
+            cache_write_failures=self.cache_write_failures,
+            stop_reasons=dict(self.stop_reasons),
+            cost_usd=self.cost_usd,
+            saved_usd=self.saved_usd,
+        )
         if self.worker is not None:
             out["worker"] = self.worker
         out["record_version"] = self.version
@@ -417,32 +447,59 @@ class RunMetrics:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "run_id": self.run_id, "fingerprint": self.fingerprint, "model": self.model, "mode": self.mode,
-            "runner": self.runner, "n": self.n, "n_planned": self.n_planned, "task": self.task,
-            "primary_metric": self.primary_metric, "metrics": list(self.metrics),
-            "not_applied": list(self.not_applied), "protocol": self.protocol, "endpoint": self.endpoint,
+            "run_id": self.run_id,
+            "fingerprint": self.fingerprint,
+            "model": self.model,
+            "mode": self.mode,
+            "runner": self.runner,
+            "n": self.n,
+            "n_planned": self.n_planned,
+            "task": self.task,
+            "primary_metric": self.primary_metric,
+            "metrics": list(self.metrics),
+            "not_applied": list(self.not_applied),
+            "protocol": self.protocol,
+            "endpoint": self.endpoint,
             "sdk": self.sdk,
-        }  # fmt: skip
+        }
         out.update({name: score.to_dict() for name, score in self.scores.items()})
         out.update(
-            usage=self.usage.to_dict(), calls=self.calls, left_out=list(self.left_out), reasons=dict(self.reasons),
-            routes=dict(self.routes), errors=self.errors, errored_ids=list(self.errored_ids), retries=self.retries,
-            request_cache=dict(self.request_cache), replaced_chars=self.replaced_chars,
-            stop_reasons=dict(self.stop_reasons), refused=self.refused, cache_write_failures=self.cache_write_failures,
-            bad_calls=self.bad_calls, repairs=dict(self.repairs),
-        )  # fmt: skip
+            usage=self.usage.to_dict(),
+            calls=self.calls,
+            left_out=list(self.left_out),
+            reasons=dict(self.reasons),
+            routes=dict(self.routes),
+            errors=self.errors,
+            errored_ids=list(self.errored_ids),
+            retries=self.retries,
+            request_cache=dict(self.request_cache),
+            replaced_chars=self.replaced_chars,
+            stop_reasons=dict(self.stop_reasons),
+            refused=self.refused,
+            cache_write_failures=self.cache_write_failures,
+            bad_calls=self.bad_calls,
+            repairs=dict(self.repairs),
+        )
         if self.out_of_label_set is not None:
             out["out_of_label_set"] = self.out_of_label_set
         out.update(
-            cost_usd=asdict(self.cost), failure_labels=dict(self.failure_labels), grounded_n=self.grounded_n,
-            grounded=self.grounded, grounded_accuracy=self.grounded_accuracy, mean_steps=self.mean_steps,
+            cost_usd=asdict(self.cost),
+            failure_labels=dict(self.failure_labels),
+            grounded_n=self.grounded_n,
+            grounded=self.grounded,
+            grounded_accuracy=self.grounded_accuracy,
+            mean_steps=self.mean_steps,
             wall={"per_example_s": self.wall_per_example_s, "per_call_s": self.wall_per_call_s},
             mean_actions=self.mean_actions,
             actions={"n": self.actions, "invalid_rate": self.invalid_rate, "think_share": self.think_share},
-            by_group={key: {value: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)}
-                            for value, g in groups.items()} for key, groups in self.by_group.items()},
+            by_group={
+                key: {
+                    value: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)} for value, g in groups.items()
+                }
+                for key, groups in self.by_group.items()
+            },
             over_budget=self.over_budget,
-        )  # fmt: skip
+        )
         return out
 
     @staticmethod
@@ -505,7 +562,7 @@ class RunMetrics:
                     for value, g in values.items()
                 }
                 for key, values in groups.items()
-            },  # fmt: skip
+            },
             over_budget=int(data.get("over_budget") or 0),
         )
 

@@ -46,8 +46,9 @@ def trajectory_html(record: ExampleRecord | Mapping[str, Any]) -> str:
     for episode in r.trajectory:
         parts.append(f"<h4>episode: {e(episode.route)}</h4>")
         if episode.first_observation is not None:
-            parts.append(f"<details><summary>first observation</summary><pre>{e(episode.first_observation)}</pre>"
-                         "</details>")  # fmt: skip
+            parts.append(
+                f"<details><summary>first observation</summary><pre>{e(episode.first_observation)}</pre></details>"
+            )
         parts.append("<ol>")
         for event in episode.events:
             kind = event.get("type")

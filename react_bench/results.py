@@ -172,8 +172,11 @@ FAILURE_LABELS = (
 def action_counts(record: ExampleRecord | Mapping[str, Any]) -> dict[str, int]:
     """Actions executed in a record's episodes, those that ended in an error, and thoughts."""
     executed = ExampleRecord.of(record).executed()
-    return {"actions": len(executed), "invalid": sum(a.is_error for a in executed),
-            "think": sum(a.name == "think" for a in executed)}  # fmt: skip
+    return {
+        "actions": len(executed),
+        "invalid": sum(a.is_error for a in executed),
+        "think": sum(a.name == "think" for a in executed),
+    }
 
 
 def observations(record: ExampleRecord | Mapping[str, Any]) -> list[str]:

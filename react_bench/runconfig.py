@@ -166,8 +166,10 @@ def _executor(cfg: Mapping[str, Any]) -> Executor:
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor={executor}: choose local (this process) or ray (a Ray cluster: ray.address)")
     if executor == "ray" and _bool(cfg, "batch"):
-        raise ConfigError("executor=ray with batch=true: a batch is one request to the Batches API from this "
-                          "process; run it with executor=local")  # fmt: skip
+        raise ConfigError(
+            "executor=ray with batch=true: a batch is one request to the Batches API from this "
+            "process; run it with executor=local"
+        )
     return "ray" if executor == "ray" else "local"
 
 

@@ -127,8 +127,12 @@ def acquire(run_dir: Path) -> None:
             f"{run_dir} is being run by another process ({owner}); wait for it to end or stop it, then resume"
         ) from None
     os.ftruncate(fd, 0)
-    os.write(fd, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                             "started": time.strftime("%Y-%m-%dT%H:%M:%S")}).encode())  # fmt: skip
+    os.write(
+        fd,
+        json.dumps(
+            {"pid": os.getpid(), "host": socket.gethostname(), "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        ).encode(),
+    )
     _HELD[key] = fd
 
 

@@ -34,16 +34,24 @@ SECTIONS = {
 }
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("split", "offline", "offline (its wiki is offline) | paper500 (the paper's 500) | all",
-            before="Examples: split = offline (default; its wiki is offline) | paper500 | all."),
+    Setting(
+        "split",
+        "offline",
+        "offline (its wiki is offline) | paper500 (the paper's 500) | all",
+        before="Examples: split = offline (default; its wiki is offline) | paper500 | all.",
+    ),
     Setting("n", None, "null: the model's default_n (local: 5), else the whole split"),
     Setting("offset", 0, "skip the first examples of the split"),
     Setting("ids", None, "explicit example ids (list or one id)"),
     Setting("on_missing", "error", "error | skip (report coverage) when the split's file lacks examples"),
     Setting("data_dir", None, "else $REACT_BENCH_DATA_DIR, ./data, ../shared/data"),
-    Setting("protocol", "paper", "paper: the paper's fixed settings | custom: change them",
-            before="protocol=paper fixes parser, max_steps, on_limit, temperature, max_tokens and CoT-SC\n"
-                   "settings to the paper's; protocol=custom lets you change them (robust parser by default)."),
+    Setting(
+        "protocol",
+        "paper",
+        "paper: the paper's fixed settings | custom: change them",
+        before="protocol=paper fixes parser, max_steps, on_limit, temperature, max_tokens and CoT-SC\n"
+        "settings to the paper's; protocol=custom lets you change them (robust parser by default).",
+    ),
     Setting("parser", None, "paper | robust"),
     Setting("max_steps", None, "paper: 7"),
     Setting("on_limit", None, "give_up | wrap_up | backoff"),
@@ -51,53 +59,79 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_tokens", None, "output tokens per call (paper: per task)"),
     Setting("cot_sc_samples", None, "paper: 21"),
     Setting("cot_sc_temperature", None, "paper: 0.7"),
-    Setting("webshop.url", None, "a WebShop server (github:princeton-nlp/WebShop), e.g. http://localhost:3000; "
-                                 "null: the project's own", before=" "),
+    Setting(
+        "webshop.url",
+        None,
+        "a WebShop server (github:princeton-nlp/WebShop), e.g. http://localhost:3000; null: the project's own",
+        before=" ",
+    ),
     Setting("webshop.seed", 0, "the project's own server: its generated catalog"),
     Setting("webshop.products", 2000, "the project's own server: catalog size"),
     Setting("webshop.goals", 500, "the project's own server: goals fixed_0 ... fixed_499"),
     Setting("webshop.timeout_s", 30, "per page"),
-    Setting("alfworld.split", "valid_unseen", "valid_unseen (the paper's 134 unseen games) | valid_seen | train "
-                                              "(the official data: data_dir=)", before=" "),
+    Setting(
+        "alfworld.split",
+        "valid_unseen",
+        "valid_unseen (the paper's 134 unseen games) | valid_seen | train (the official data: data_dir=)",
+        before=" ",
+    ),
     Setting("alfworld.games", 134, "generated eval games, when no official data is given"),
     Setting("alfworld.train_games", 60, "generated train games (the project's exemplars)"),
     Setting("alfworld.seed", 0, "generated games"),
-    Setting("alfworld.skip_bad_games", False, "true: run without game folders whose files cannot be read "
-                                              "(else: exit 2, naming the first)"),
+    Setting(
+        "alfworld.skip_bad_games",
+        False,
+        "true: run without game folders whose files cannot be read (else: exit 2, naming the first)",
+    ),
     Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
     Setting("prompt.key", None, "the key of the prompt in prompt.file"),
-    Setting("prompt.instruction_file", None, "with file: a JSON file of instructions by path (the paper's), "
-                                             "with instruction_key"),
-    Setting("prompt.instruction_key", None, "null: the project's own instruction goes before the foreign "
-                                            "exemplars"),
-    Setting("prompt.pair", None, "task=alfworld: which two of the three exemplars per task type, in order "
-                                 "(null: [1,0], the notebook's)"),
-    Setting("results_dir", "results", "where runs go: <results_dir>/<task>/<model>/<mode>-<runner>/<run id>/",
-            before=" "),
-    Setting("run_id", None, "default: a UTC timestamp (-2, -3 ... if that folder is taken); a plain name "
-                            "(letters, digits, . _ -)"),
+    Setting(
+        "prompt.instruction_file",
+        None,
+        "with file: a JSON file of instructions by path (the paper's), with instruction_key",
+    ),
+    Setting("prompt.instruction_key", None, "null: the project's own instruction goes before the foreign exemplars"),
+    Setting(
+        "prompt.pair",
+        None,
+        "task=alfworld: which two of the three exemplars per task type, in order (null: [1,0], the notebook's)",
+    ),
+    Setting(
+        "results_dir", "results", "where runs go: <results_dir>/<task>/<model>/<mode>-<runner>/<run id>/", before=" "
+    ),
+    Setting(
+        "run_id",
+        None,
+        "default: a UTC timestamp (-2, -3 ... if that folder is taken); a plain name (letters, digits, . _ -)",
+    ),
     Setting("resume", False, "true (with run_id) or a run folder: continue that run with its own settings"),
     Setting("retry_errors", False, "with resume: run again the examples that ended in an error"),
     Setting("concurrency", 1, "examples at once (capped at 256); executor=ray: at least one per worker"),
     Setting("executor", "local", "local: this process | ray: the episodes on Ray workers, this process the one writer"),
-    Setting("ray.address", None, "auto | <host:port> of a running cluster | null: a Ray instance of this machine "
-                                 "for the run"),
+    Setting(
+        "ray.address",
+        None,
+        "auto | <host:port> of a running cluster | null: a Ray instance of this machine for the run",
+    ),
     Setting("ray.workers", None, "episode workers (Ray actors); null: as many as the cluster's free CPUs / num_cpus"),
     Setting("ray.num_cpus", 1, "CPUs each worker reserves"),
-    Setting("dry_run", False, "true: no model call; the first request (dry_run_request.json) and the estimated "
-                              "tokens and cost"),
-    Setting("max_cost_usd", None, "a budget in USD: no example starts once spend + in-flight estimates would "
-                                  "pass it"),
-    Setting("batch", False, "true: single-call modes (standard, cot, cot_sc) through the Message Batches API, "
-                            "half price"),
+    Setting(
+        "dry_run",
+        False,
+        "true: no model call; the first request (dry_run_request.json) and the estimated tokens and cost",
+    ),
+    Setting("max_cost_usd", None, "a budget in USD: no example starts once spend + in-flight estimates would pass it"),
+    Setting(
+        "batch", False, "true: single-call modes (standard, cot, cot_sc) through the Message Batches API, half price"
+    ),
     Setting("batch_poll_s", 30, "seconds between polls of a batch"),
-    Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, "
-                           "overwrite"),
+    Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, overwrite"),
     Setting("shots", None, "runner=tool_use: the exemplars as native turns; 0: zero-shot; k: the first k"),
     Setting("progress", True, "the progress bar (false: none)"),
-    Setting("show", "summary", "summary (bar + table) | trajectories (every step as it happens) | none "
-                               "(results line only)"),
-)  # fmt: skip
+    Setting(
+        "show", "summary", "summary (bar + table) | trajectories (every step as it happens) | none (results line only)"
+    ),
+)
 
 _BY_KEY = {s.key: s for s in SETTINGS}
 

@@ -67,23 +67,42 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
         score = m.scores.get(primary) if m is not None else None
         cost = m.cost if m is not None else Cost(spent=None, saved=None)
         groups = m.by_group.get("task_type", {}) if m is not None else {}
-        rows.append({
-            "run_dir": str(run_dir), "run_id": run.run_id, "started": run.started, "task": task,
-            "mode": run.mode, "runner": run.runner, "model": run.model_name,
-            "protocol": run.protocol, "context": (config["solve"].get("context") or {}).get("name", "full"),
-            "metric": primary, "mean": score and score.mean, "ci_low": score and score.ci95[0],
-            "ci_high": score and score.ci95[1], "n": m and m.n,
-            "n_planned": run.n_examples, "errors": m.errors if m else 0, "cost_usd": cost.total,
-            "cost_per_correct": cost.per_correct, "tokens_in": m.usage.total_input_tokens if m else 0,
-            "grounded_accuracy": m and m.grounded_accuracy, "ids": run.example_ids,
-            "not_applied": run.not_applied, "spent_usd": cost.spent, "saved_usd": cost.saved,
-            "cache_hits": m.cache_hits if m else 0, "calls": m.cache_calls if m else 0,
-            "endpoint": run.endpoint,
-            "wall_s_per_example": m and m.wall_per_example_s, "wall_s_per_call": m and m.wall_per_call_s,
-            "failure_labels": dict(m.failure_labels) if m else {},
-            "pair": tuple(config.get("prompt_pair") or ()) or None,
-            "by_type": {k: g.mean for k, g in groups.items()},
-        })  # fmt: skip
+        rows.append(
+            {
+                "run_dir": str(run_dir),
+                "run_id": run.run_id,
+                "started": run.started,
+                "task": task,
+                "mode": run.mode,
+                "runner": run.runner,
+                "model": run.model_name,
+                "protocol": run.protocol,
+                "context": (config["solve"].get("context") or {}).get("name", "full"),
+                "metric": primary,
+                "mean": score and score.mean,
+                "ci_low": score and score.ci95[0],
+                "ci_high": score and score.ci95[1],
+                "n": m and m.n,
+                "n_planned": run.n_examples,
+                "errors": m.errors if m else 0,
+                "cost_usd": cost.total,
+                "cost_per_correct": cost.per_correct,
+                "tokens_in": m.usage.total_input_tokens if m else 0,
+                "grounded_accuracy": m and m.grounded_accuracy,
+                "ids": run.example_ids,
+                "not_applied": run.not_applied,
+                "spent_usd": cost.spent,
+                "saved_usd": cost.saved,
+                "cache_hits": m.cache_hits if m else 0,
+                "calls": m.cache_calls if m else 0,
+                "endpoint": run.endpoint,
+                "wall_s_per_example": m and m.wall_per_example_s,
+                "wall_s_per_call": m and m.wall_per_call_s,
+                "failure_labels": dict(m.failure_labels) if m else {},
+                "pair": tuple(config.get("prompt_pair") or ()) or None,
+                "by_type": {k: g.mean for k, g in groups.items()},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -107,8 +126,9 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
     notes: list[str] = []
     if runner is not None:
         left = runs[runs["runner"] != runner]
-        notes += [f"{r.run_dir}: not shown (runner={r.runner}; the table is for runner={runner})"
-                  for r in left.itertuples()]  # fmt: skip
+        notes += [
+            f"{r.run_dir}: not shown (runner={r.runner}; the table is for runner={runner})" for r in left.itertuples()
+        ]
         runs = runs[runs["runner"] == runner]
     rows = []
     present = set(runs["task"]) if len(runs) else set()
@@ -145,8 +165,15 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
             rows.append(row)
     shown_modes = set(MODES)
-    notes += [f"{r.run_dir}: not shown (mode {r.mode} has no row in Table 1)" for r in runs.itertuples()
-              if r.mode not in shown_modes] if len(runs) else []  # fmt: skip
+    notes += (
+        [
+            f"{r.run_dir}: not shown (mode {r.mode} has no row in Table 1)"
+            for r in runs.itertuples()
+            if r.mode not in shown_modes
+        ]
+        if len(runs)
+        else []
+    )
     return pd.DataFrame(rows), notes
 
 
@@ -233,16 +260,36 @@ def paired(runs: Any) -> list[dict[str, Any]]:
                 low = high = 0.0
             else:
                 ci = bootstrap(
-                    (xa, xb), _mean_difference, paired=True, n_resamples=10_000, confidence_level=0.95,
-                    random_state=0, method="percentile",
-                )  # fmt: skip
+                    (xa, xb),
+                    _mean_difference,
+                    paired=True,
+                    n_resamples=10_000,
+                    confidence_level=0.95,
+                    random_state=0,
+                    method="percentile",
+                )
                 low, high = float(ci.confidence_interval.low), float(ci.confidence_interval.high)
-            table = [[int(((xa == 1) & (xb == 1)).sum()), int(((xa == 1) & (xb == 0)).sum())],
-                     [int(((xa == 0) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())]]  # fmt: skip
+            table = [
+                [int(((xa == 1) & (xb == 1)).sum()), int(((xa == 1) & (xb == 0)).sum())],
+                [int(((xa == 0) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())],
+            ]
             p = float(mcnemar(table, exact=True).pvalue)
-            out.append({"task": a.task, "a": _label(a), "b": _label(b), "n": len(ids), "a_mean": float(xa.mean()),
-                        "b_mean": float(xb.mean()), "difference": diff, "ci_low": low, "ci_high": high,
-                        "a_only": table[0][1], "b_only": table[1][0], "mcnemar_p": p})  # fmt: skip
+            out.append(
+                {
+                    "task": a.task,
+                    "a": _label(a),
+                    "b": _label(b),
+                    "n": len(ids),
+                    "a_mean": float(xa.mean()),
+                    "b_mean": float(xb.mean()),
+                    "difference": diff,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "a_only": table[0][1],
+                    "b_only": table[1][0],
+                    "mcnemar_p": p,
+                }
+            )
     if out:
         from statsmodels.stats.multitest import multipletests
 
@@ -261,11 +308,19 @@ def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
         a = a_records.get(b.id)
         if a is None or a.correct == b.correct:
             continue
-        out.append({"id": b.id, "question": b.question, "gold": b.gold,
-                    "a_prediction": a.prediction, "a_correct": a.correct,
-                    "b_prediction": b.prediction, "b_correct": b.correct,
-                    "a_trajectory": f"{a_dir}/examples.jsonl#{a.id}",
-                    "b_trajectory": f"{b_dir}/examples.jsonl#{b.id}"})  # fmt: skip
+        out.append(
+            {
+                "id": b.id,
+                "question": b.question,
+                "gold": b.gold,
+                "a_prediction": a.prediction,
+                "a_correct": a.correct,
+                "b_prediction": b.prediction,
+                "b_correct": b.correct,
+                "a_trajectory": f"{a_dir}/examples.jsonl#{a.id}",
+                "b_trajectory": f"{b_dir}/examples.jsonl#{b.id}",
+            }
+        )
     return out
 
 
@@ -319,8 +374,10 @@ def tokens_per_step(run_dir: Path) -> list[dict[str, float]]:
                 values = [u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, 1]
                 totals = sums.setdefault(step.number, [0.0, 0.0, 0.0, 0.0])
                 sums[step.number] = [a + b for a, b in zip(totals, values, strict=True)]
-    return [{"step": s, "uncached": t[0] / t[3], "written": t[1] / t[3], "read": t[2] / t[3]}
-            for s, t in sorted(sums.items())]  # fmt: skip
+    return [
+        {"step": s, "uncached": t[0] / t[3], "written": t[1] / t[3], "read": t[2] / t[3]}
+        for s, t in sorted(sums.items())
+    ]
 
 
 def _run_title(row: Any) -> str:
@@ -345,11 +402,18 @@ def plot_k_curve(runs: Any, path: Path) -> None:
             n = len(read_records(Path(row.run_dir)))
             if curve and n:
                 ks = range(1, len(curve) + 1)
-                (line,) = ax.plot(ks, [100 * v for v in curve], marker="o", ms=3,
-                                  label=f"{row.task} {row.mode}/{row.runner} (n={n})")  # fmt: skip
+                (line,) = ax.plot(
+                    ks, [100 * v for v in curve], marker="o", ms=3, label=f"{row.task} {row.mode}/{row.runner} (n={n})"
+                )
                 bands = [wilson_ci(round(v * n), n) for v in curve]
-                ax.fill_between(ks, [100 * b.low for b in bands], [100 * b.high for b in bands],
-                                color=line.get_color(), alpha=0.15, linewidth=0)  # fmt: skip
+                ax.fill_between(
+                    ks,
+                    [100 * b.low for b in bands],
+                    [100 * b.high for b in bands],
+                    color=line.get_color(),
+                    alpha=0.15,
+                    linewidth=0,
+                )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, 100)
     ax.set_xlabel("CoT-SC samples k")
@@ -411,9 +475,11 @@ def plot_tokens(runs: Any, path: Path) -> None:
     plt.close(fig)
 
 
-LEGEND = ("`*` protocol=custom (the paper's figure beside it is not like for like); `†` example ids differ from the "
-          "task's other runs; `‡` examples ended in an error (scored as wrong); `§` the model did not take a "
-          "protocol setting (listed below)")  # fmt: skip
+LEGEND = (
+    "`*` protocol=custom (the paper's figure beside it is not like for like); `†` example ids differ from the "
+    "task's other runs; `‡` examples ended in an error (scored as wrong); `§` the model did not take a "
+    "protocol setting (listed below)"
+)
 
 
 def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, Any]:
@@ -438,13 +504,16 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
     written = ["table1.md", "table1.csv", "paired.md", "diff.md", "failures.md"]
     orderings = table3(runs)
     if len(orderings):
-        (out / "table3.md").write_text("# ALFWorld per task type (the paper's Table 3 below)\n\n"
-                                       + orderings.to_markdown(index=False) + "\n", encoding="utf-8")  # fmt: skip
+        (out / "table3.md").write_text(
+            "# ALFWorld per task type (the paper's Table 3 below)\n\n" + orderings.to_markdown(index=False) + "\n",
+            encoding="utf-8",
+        )
         written.append("table3.md")
     remedies = context_comparison(runs)
     if len(remedies):
-        (out / "context.md").write_text("# Context remedies side by side\n\n" + remedies.to_markdown(index=False)
-                                        + "\n", encoding="utf-8")  # fmt: skip
+        (out / "context.md").write_text(
+            "# Context remedies side by side\n\n" + remedies.to_markdown(index=False) + "\n", encoding="utf-8"
+        )
         written.append("context.md")
     plot_k_curve(runs, out / "cot_sc_k_curve.png")
     plot_tokens(runs, out / "tokens_per_step.png")
@@ -454,15 +523,25 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
 
     write_report(runs, out, table_markdown="\n".join(lines), pairs=pairs)
     written.append("report.html")
-    return {"table": table, "markdown": markdown, "notes": notes, "custom": custom, "written": written,
-            "orderings": orderings}  # fmt: skip
+    return {
+        "table": table,
+        "markdown": markdown,
+        "notes": notes,
+        "custom": custom,
+        "written": written,
+        "orderings": orderings,
+    }
 
 
 def paired_markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["# Paired comparisons (same task, same example ids)", "",
-             f"Holm's adjustment is over all {len(rows)} pairs of this study.", "",
-             "| task | A | B | n | A | B | A - B | 95% CI | A only | B only | McNemar p | Holm p |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    lines = [
+        "# Paired comparisons (same task, same example ids)",
+        "",
+        f"Holm's adjustment is over all {len(rows)} pairs of this study.",
+        "",
+        "| task | A | B | n | A | B | A - B | 95% CI | A only | B only | McNemar p | Holm p |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
     for r in rows:
         lines.append(
             f"| {r['task']} | {r['a']} | {r['b']} | {r['n']} | {100 * r['a_mean']:.1f} | {100 * r['b_mean']:.1f} | "
@@ -477,8 +556,12 @@ def paired_markdown(rows: list[dict[str, Any]]) -> str:
 def comparable_pairs(runs: Any) -> list[tuple[Any, Any]]:
     """Every two runs of one task over exactly the same example ids (older first)."""
     rows = list(runs.sort_values("started").itertuples()) if len(runs) else []
-    return [(a, b) for i, a in enumerate(rows) for b in rows[i + 1 :]
-            if a.task == b.task and set(a.ids) == set(b.ids) and a.n and a.n == b.n]  # fmt: skip
+    return [
+        (a, b)
+        for i, a in enumerate(rows)
+        for b in rows[i + 1 :]
+        if a.task == b.task and set(a.ids) == set(b.ids) and a.n and a.n == b.n
+    ]
 
 
 def diff_markdown(runs: Any) -> str:
@@ -486,16 +569,22 @@ def diff_markdown(runs: Any) -> str:
     pairs = comparable_pairs(runs)
     for a, b in pairs:
         changed = question_diff(Path(a.run_dir), Path(b.run_dir))
-        lines += [f"## {a.task}: A = {_label(a)}, B = {_label(b)}", "",
-                  f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
-                  "(examples.jsonl, by id).", ""]  # fmt: skip
+        lines += [
+            f"## {a.task}: A = {_label(a)}, B = {_label(b)}",
+            "",
+            f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
+            "(examples.jsonl, by id).",
+            "",
+        ]
         if changed:
             lines += ["| id | question | gold | A answer | B answer |", "| --- | --- | --- | --- | --- |"]
             for c in changed:
                 mark = {True: "right", False: "wrong"}
-                lines.append(f"| {c['id']} | {_md(c['question'])} | {_md(c['gold'])} | "
-                             f"{_md(c['a_prediction'])} ({mark[c['a_correct']]}) | "
-                             f"{_md(c['b_prediction'])} ({mark[c['b_correct']]}) |")  # fmt: skip
+                lines.append(
+                    f"| {c['id']} | {_md(c['question'])} | {_md(c['gold'])} | "
+                    f"{_md(c['a_prediction'])} ({mark[c['a_correct']]}) | "
+                    f"{_md(c['b_prediction'])} ({mark[c['b_correct']]}) |"
+                )
             lines.append("")
     if not pairs:
         lines.append("(no two runs share a task and example ids)")
@@ -506,13 +595,17 @@ def failures_markdown(runs: Any) -> str:
     """The failure labels (results.FAILURE_LABELS, the paper's Table 2 done automatically) per run."""
     from react_bench.results import FAILURE_LABELS
 
-    lines = ["# Failure labels per run (the first that applies; see docs/guide.md)", "",
-             "| run | n | " + " | ".join(FAILURE_LABELS) + " |",
-             "| --- | ---: | " + " | ".join("---:" for _ in FAILURE_LABELS) + " |"]  # fmt: skip
+    lines = [
+        "# Failure labels per run (the first that applies; see docs/guide.md)",
+        "",
+        "| run | n | " + " | ".join(FAILURE_LABELS) + " |",
+        "| --- | ---: | " + " | ".join("---:" for _ in FAILURE_LABELS) + " |",
+    ]
     for r in runs.sort_values(["task", "mode", "runner", "started"]).itertuples() if len(runs) else ():
         counts = r.failure_labels or {}
-        lines.append(f"| {r.task} {_label(r)} | {r.n} | " + " | ".join(str(counts.get(k, 0)) for k in FAILURE_LABELS)
-                     + " |")  # fmt: skip
+        lines.append(
+            f"| {r.task} {_label(r)} | {r.n} | " + " | ".join(str(counts.get(k, 0)) for k in FAILURE_LABELS) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -39,8 +39,32 @@ VERSION = 1
 DEFAULT_SEED = 0
 DEFAULT_SIZE = 800  # people; cities, companies and films scale with it (about 3,000 entities in all)
 
-_ONSETS = ["b", "br", "d", "dr", "f", "g", "gl", "k", "kr", "l", "m", "n", "p", "pr", "r", "s", "st", "t", "tr",
-           "v", "z", "th", "sh", "qu"]  # fmt: skip
+_ONSETS = [
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gl",
+    "k",
+    "kr",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pr",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+    "th",
+    "sh",
+    "qu",
+]
 _VOWELS = ["a", "e", "i", "o", "u", "ae", "ia", "ou", "y"]
 _CODAS = ["", "n", "r", "l", "s", "th", "k", "nd", "rn", "x"]
 _OCCUPATIONS = ["painter", "engineer", "novelist", "cartographer", "chemist", "composer", "sculptor", "architect"]
@@ -97,18 +121,39 @@ def generate(seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE) -> World:
     cities = []
     for _ in range(max(20, size // 4)):
         city = _unique(rng, taken, lambda: _name(rng, 2) + rng.choice(["ford", "holm", "mere", "stead", "vale"]))
-        cities.append(add("city", city, country=rng.choice(countries), population=rng.randrange(2_000, 900_000),
-                          founded=rng.randrange(1200, 1900)))  # fmt: skip
+        cities.append(
+            add(
+                "city",
+                city,
+                country=rng.choice(countries),
+                population=rng.randrange(2_000, 900_000),
+                founded=rng.randrange(1200, 1900),
+            )
+        )
     people = []
     for _ in range(size):
         person = _unique(rng, taken, lambda: f"{_name(rng, 2)} {_name(rng, 2)}")
-        people.append(add("person", person, born_in=rng.choice(cities).title, born=rng.randrange(1890, 1990),
-                          occupation=rng.choice(_OCCUPATIONS)))  # fmt: skip
+        people.append(
+            add(
+                "person",
+                person,
+                born_in=rng.choice(cities).title,
+                born=rng.randrange(1890, 1990),
+                occupation=rng.choice(_OCCUPATIONS),
+            )
+        )
     companies = []
     for _ in range(max(20, size // 2)):
         company = _unique(rng, taken, lambda: _name(rng, 2) + rng.choice([" Works", " Holdings", " & Co.", " Group"]))
-        companies.append(add("company", company, founder=rng.choice(people).title, hq=rng.choice(cities).title,
-                             founded=rng.randrange(1900, 2020)))  # fmt: skip
+        companies.append(
+            add(
+                "company",
+                company,
+                founder=rng.choice(people).title,
+                hq=rng.choice(cities).title,
+                founded=rng.randrange(1900, 2020),
+            )
+        )
     films = []
     for _ in range(max(20, size // 2)):
         film = _unique(rng, taken, lambda: "The " + _name(rng, 3))
@@ -116,8 +161,13 @@ def generate(seed: int = DEFAULT_SEED, size: int = DEFAULT_SIZE) -> World:
     for entity in list(entities.values()):  # a distractor for each: a similar name, other facts
         if entity.kind == "person":
             twin = _unique(rng, taken, lambda e=entity: f"{e.title.split()[0]} {_name(rng, 2)}")
-            add("person", twin, born_in=rng.choice(cities).title, born=rng.randrange(1890, 1990),
-                occupation=rng.choice(_OCCUPATIONS))  # fmt: skip
+            add(
+                "person",
+                twin,
+                born_in=rng.choice(cities).title,
+                born=rng.randrange(1890, 1990),
+                occupation=rng.choice(_OCCUPATIONS),
+            )
         elif entity.kind == "film":
             twin = _unique(rng, taken, lambda e=entity: f"{e.title} {rng.choice(['II', 'Returns', 'Again'])}")
             add("film", twin, director=rng.choice(people).title, released=rng.randrange(1930, 2024))
@@ -130,8 +180,10 @@ def article(e: Entity, entities: dict[str, Entity]) -> str:
     match e.kind:
         case "person":
             city = entities[f["born_in"]]
-            lead = [f"{n} is a {f['occupation']} who was born in {f['born_in']}.",
-                    f"{f['born_in']} is a city in {city.facts['country']}."]  # fmt: skip
+            lead = [
+                f"{n} is a {f['occupation']} who was born in {f['born_in']}.",
+                f"{f['born_in']} is a city in {city.facts['country']}.",
+            ]
             late = [f"{n} was born in the year {f['born']}."]
         case "city":
             lead = [f"{n} is a city in {f['country']}."]
@@ -161,9 +213,15 @@ def _questions(rng, seed, size, people, companies, films, entities) -> list[dict
         founder = entities[company.facts["founder"]]
         city = entities[founder.facts["born_in"]]
         question = f"What is the population of the city where the founder of {company.title} was born?"
-        out.append(_q("bridge3", question, str(city.facts["population"]), [company.title, founder.title, city.title],
-                      [f"Search[{company.title}]", f"Search[{founder.title}]", f"Search[{city.title}]",
-                       "Lookup[population]"]))  # fmt: skip
+        out.append(
+            _q(
+                "bridge3",
+                question,
+                str(city.facts["population"]),
+                [company.title, founder.title, city.title],
+                [f"Search[{company.title}]", f"Search[{founder.title}]", f"Search[{city.title}]", "Lookup[population]"],
+            )
+        )
     for k in range(size // 4):
         a = rng.choice(people)
         same = k % 2 == 0  # balanced: half yes, half no
@@ -180,10 +238,15 @@ def _questions(rng, seed, size, people, companies, films, entities) -> list[dict
             continue
         earlier = a if a.facts["founded"] < b.facts["founded"] else b
         first, second = (earlier, b if earlier is a else a) if k % 2 == 0 else (b if earlier is a else a, earlier)
-        out.append(_q("comparison_which", f"Which company was founded earlier, {first.title} or {second.title}?",
-                      earlier.title, [first.title, second.title],
-                      [f"Search[{first.title}]", "Lookup[founded in]", f"Search[{second.title}]",
-                       "Lookup[founded in]"]))  # fmt: skip
+        out.append(
+            _q(
+                "comparison_which",
+                f"Which company was founded earlier, {first.title} or {second.title}?",
+                earlier.title,
+                [first.title, second.title],
+                [f"Search[{first.title}]", "Lookup[founded in]", f"Search[{second.title}]", "Lookup[founded in]"],
+            )
+        )
     out += _claims(rng, size, people, companies, entities)
     rng.shuffle(out)
     for i, q in enumerate(out):
@@ -211,8 +274,15 @@ def _claims(rng, size, people, companies, entities) -> list[dict[str, Any]]:
             claim = f"{entity.title} has a sibling who works as a {rng.choice(_OCCUPATIONS)}."
         else:
             claim = f"The motto of {entity.title} is written in gold letters."
-        out.append({"type": "claim", "question": claim, "answer": label, "supporting_titles": [entity.title],
-                    "path": [f"Search[{entity.title}]"]})  # fmt: skip
+        out.append(
+            {
+                "type": "claim",
+                "question": claim,
+                "answer": label,
+                "supporting_titles": [entity.title],
+                "path": [f"Search[{entity.title}]"],
+            }
+        )
     return out
 
 
@@ -231,8 +301,14 @@ def write_world(world: World, out: Path) -> Path:
     tmp = out / "questions.jsonl.tmp"
     tmp.write_text("".join(json.dumps(q, ensure_ascii=False) + "\n" for q in world.questions), encoding="utf-8")
     tmp.replace(out / "questions.jsonl")
-    meta = {"version": VERSION, "seed": world.seed, "size": world.size, "entities": len(world.entities),
-            "questions": len(world.questions), "kinds": sorted({e.kind for e in world.entities.values()})}  # fmt: skip
+    meta = {
+        "version": VERSION,
+        "seed": world.seed,
+        "size": world.size,
+        "entities": len(world.entities),
+        "questions": len(world.questions),
+        "kinds": sorted({e.kind for e in world.entities.values()}),
+    }
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return out
 
@@ -273,8 +349,10 @@ def prompt_file(folder: Path, own: dict[str, Any], label: str = "Question") -> d
     wiki = LocalWiki(ensure_wiki(folder))
     train = [q for q in read_questions(folder) if q["split"] == "train"]
     if claims:
-        chosen = [next(q for q in train if q["type"] == "claim" and q["answer"] == a)
-                  for a in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")]  # fmt: skip
+        chosen = [
+            next(q for q in train if q["type"] == "claim" and q["answer"] == a)
+            for a in ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+        ]
     else:
         chosen = [next(q for q in train if q["type"] == kind) for kind in ("bridge2", "bridge3", "comparison_yes_no")]
     exemplars = {"react": "", "act": "", "cot": "", "standard": ""}

@@ -44,14 +44,20 @@ def settings_help() -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from react_bench.settings import help_lines
 
-    lines = [f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)", "",
-             "config groups (group=choice):"]  # fmt: skip
+    lines = [
+        f"usage: {PYTHON} scripts/eval.py [setting=value ...]   (a sweep: -m mode=react,act ...)",
+        "",
+        "config groups (group=choice):",
+    ]
     for group in GROUPS:
         choices = sorted(p.stem for p in (CONFIGS / group).glob("*.yaml"))
         lines.append(f"  {group:<11} {', '.join(choices)}")
     lines += ["", "settings (default, meaning):", *help_lines()]
-    lines += ["", "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
-              "Hydra's own options: --hydra-help"]  # fmt: skip
+    lines += [
+        "",
+        "a model's own settings: model.<key>=... (see configs/model/<choice>.yaml); the guide: docs/guide.md",
+        "Hydra's own options: --hydra-help",
+    ]
     return "\n".join(lines)
 
 
@@ -149,8 +155,11 @@ def interrupted(run_dir: Path | None, code: int = 130, what: str = "interrupted"
     if run_dir is None:
         print(f"\n{what} before the run started: nothing was written", file=sys.stderr)
     else:
-        print(f"\n{what}: finished examples are kept in {run_dir}; resume with:\n"
-              f"  {PYTHON} scripts/eval.py resume={run_dir}", file=sys.stderr)  # fmt: skip
+        print(
+            f"\n{what}: finished examples are kept in {run_dir}; resume with:\n"
+            f"  {PYTHON} scripts/eval.py resume={run_dir}",
+            file=sys.stderr,
+        )
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -192,8 +201,10 @@ def main(cfg: DictConfig) -> None:
     except OSError as exc:  # the disk or the file system refused (permissions, space, a path): one line
         where = f" ({exc.filename})" if exc.filename else ""
         if run_dir is not None and (run_dir / "run.json").exists():
-            fail(f"{exc.strerror or exc}{where} writing under {run_dir}; the finished examples are kept there: "
-                 f"free the space, then resume with {PYTHON} scripts/eval.py resume={run_dir}")  # fmt: skip
+            fail(
+                f"{exc.strerror or exc}{where} writing under {run_dir}; the finished examples are kept there: "
+                f"free the space, then resume with {PYTHON} scripts/eval.py resume={run_dir}"
+            )
         fail(f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         interrupted(run_dir)
@@ -235,8 +246,9 @@ def spec_overrides(argv: list[str]) -> list[str]:
     from react_bench.models.stack import ModelSpec
 
     own = {f.name for f in dataclasses.fields(ModelSpec)} - {"provider", "settings"}
-    return [f"++{a}" if a.split("=", 1)[0].removeprefix("model.") in own and a.startswith("model.") else a
-            for a in argv]  # fmt: skip
+    return [
+        f"++{a}" if a.split("=", 1)[0].removeprefix("model.") in own and a.startswith("model.") else a for a in argv
+    ]
 
 
 if __name__ == "__main__":

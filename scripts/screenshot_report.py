@@ -43,10 +43,18 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as profile:
-        common = [binary, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                  f"--user-data-dir={profile}", f"--window-size={args.width},{args.height}"]  # fmt: skip
-        subprocess.run([*common, f"--screenshot={args.out.resolve()}", page.as_uri()], check=True,
-                       capture_output=True, timeout=120)  # fmt: skip
+        common = [
+            binary,
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={args.width},{args.height}",
+        ]
+        subprocess.run(
+            [*common, f"--screenshot={args.out.resolve()}", page.as_uri()], check=True, capture_output=True, timeout=120
+        )
         if args.dom is not None:
             dom = subprocess.run([*common, "--dump-dom", page.as_uri()], check=True, capture_output=True, timeout=120)
             args.dom.write_bytes(dom.stdout)

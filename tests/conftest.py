@@ -34,8 +34,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The tests' promise, checked: nothing they started wrote the machine-wide request cache."""
     written = _entries(MACHINE_REQUEST_CACHE) - session.config.stash.get(_MACHINE_ENTRIES, set())
     if written:
-        print(f"\nerror: the tests wrote {len(written)} entries to the machine-wide request cache "
-              f"{MACHINE_REQUEST_CACHE} (e.g. {sorted(written)[0]}); a test's environment missed its own")  # fmt: skip
+        print(
+            f"\nerror: the tests wrote {len(written)} entries to the machine-wide request cache "
+            f"{MACHINE_REQUEST_CACHE} (e.g. {sorted(written)[0]}); a test's environment missed its own"
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

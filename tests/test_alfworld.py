@@ -105,10 +105,15 @@ def tool_turns(commands: list[str]) -> list[ModelResponse]:
 
 
 def run_config(tmp_path: Path, runner: str, **task: Any) -> RunConfig:
-    return RunConfig(task=TaskConfig(name="alfworld", **task), model={"provider": "scripted", "label": "expert"},
-                     solve=SolveSettings(mode="react", runner=runner, loop=LoopConfig(max_steps=50)), env=SMALL,
-                     results_dir=tmp_path,
-                     progress=False, run_id=runner)  # fmt: skip
+    return RunConfig(
+        task=TaskConfig(name="alfworld", **task),
+        model={"provider": "scripted", "label": "expert"},
+        solve=SolveSettings(mode="react", runner=runner, loop=LoopConfig(max_steps=50)),
+        env=SMALL,
+        results_dir=tmp_path,
+        progress=False,
+        run_id=runner,
+    )
 
 
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
@@ -132,11 +137,17 @@ async def test_the_expert_wins_every_generated_game_through_both_runners(
     assert (acted["n"], acted["invalid_rate"], acted["think_share"]) == (len(commands), 0.0, 0.0)
 
 
-async def test_the_paper_protocol_and_prompt(scripted: Any, eval_games: list[Example], shared_data: Path,
-                                             tmp_path: Path) -> None:  # fmt: skip
+async def test_the_paper_protocol_and_prompt(
+    scripted: Any, eval_games: list[Example], shared_data: Path, tmp_path: Path
+) -> None:
     paper = shared_data / "prompts" / "react_alfworld_3prompts.json"
-    cfg = replace(RunConfig.from_mapping(composed("task=alfworld", f"prompt.file={paper}")), env=SMALL,
-                  results_dir=tmp_path, progress=False, model={"provider": "scripted"})  # fmt: skip
+    cfg = replace(
+        RunConfig.from_mapping(composed("task=alfworld", f"prompt.file={paper}")),
+        env=SMALL,
+        results_dir=tmp_path,
+        progress=False,
+        model={"provider": "scripted"},
+    )
     assert cfg.solve.loop.max_steps == 50  # the task's own protocol
     (prompt,) = build_prompts(cfg).values()
     example = eval_games[0]
@@ -187,10 +198,12 @@ def test_every_command_of_the_papers_exemplars_is_a_form_of_the_grammar(shared_d
 # the docs): a list without its "and", an observation written after the next thought, an
 # exemplar that opens the fridge without going there first (it starts there, not "in the middle").
 PAPER_EXEMPLAR_DIFFERENCES = {
-    "react_put_0": ["go to cabinet 1"], "act_put_0": ["go to cabinet 1"],
+    "react_put_0": ["go to cabinet 1"],
+    "act_put_0": ["go to cabinet 1"],
     "react_cool_0": ["take pan 1 from stoveburner 3"],
-    "react_heat_0": ["(the room)"], "act_heat_0": ["(the room)"],
-}  # fmt: skip
+    "react_heat_0": ["(the room)"],
+    "act_heat_0": ["(the room)"],
+}
 
 
 @pytest.mark.slow
@@ -205,17 +218,21 @@ def test_every_command_of_the_papers_exemplars_is_admissible_in_a_game_of_its_ow
         assert report.inadmissible == [], key
         assert report.won and report.won_after == report.commands, key  # won by the last command, not before
         assert [command for command, _, _ in report.different] == PAPER_EXEMPLAR_DIFFERENCES.get(key, []), (
-            key, report.different)  # fmt: skip
+            key,
+            report.different,
+        )
     assert len(texts) == 36 and commands > 350
 
 
 def test_a_replay_finds_an_inadmissible_command_and_a_different_answer(tmp_path: Path) -> None:
     room = "You are in the middle of a room. Looking quickly around you, you see a countertop 1, and a fridge 1."
-    text = (f"{room}\nYour task is to: put some apple on countertop.\n> go to fridge 1\nThe fridge 1 is closed.\n"
-            "> take apple 1 from fridge 1\nYou pick up the apple 1 from the fridge 1.\n> open fridge 1\n"
-            "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1.\n> go to countertop 1\n"
-            "On the countertop 1, you see a bread 1.\n> put apple 1 in/on countertop 1\n"
-            "You put the apple 1 in/on the countertop 1.\n")  # fmt: skip
+    text = (
+        f"{room}\nYour task is to: put some apple on countertop.\n> go to fridge 1\nThe fridge 1 is closed.\n"
+        "> take apple 1 from fridge 1\nYou pick up the apple 1 from the fridge 1.\n> open fridge 1\n"
+        "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1.\n> go to countertop 1\n"
+        "On the countertop 1, you see a bread 1.\n> put apple 1 in/on countertop 1\n"
+        "You put the apple 1 in/on the countertop 1.\n"
+    )
     report = replay(text, "pick_and_place_simple", tmp_path / "game")
     taken, put = "take apple 1 from fridge 1", "put apple 1 in/on countertop 1"
     assert report.inadmissible == [taken, put]  # the fridge was closed: nothing was taken, nothing to put
@@ -348,8 +365,9 @@ def test_eval_py_refuses_bad_games_in_one_line_and_data_dir_is_one_setting(
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("edit", [{"pddl_problem": "(define (problem broken"}, {"pddl_domain": "not pddl"},
-                                  {"grammar": "{not a grammar"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "edit", [{"pddl_problem": "(define (problem broken"}, {"pddl_domain": "not pddl"}, {"grammar": "{not a grammar"}]
+)
 async def test_a_game_the_engine_cannot_parse_is_an_error_on_its_example(
     eval_games: list[Example], tmp_path: Path, edit: dict[str, str]
 ) -> None:

@@ -69,7 +69,7 @@ def bad_inputs(tmp: Path, common: list[str], run_dir: Path) -> list[tuple[list[s
         (
             ["model=replay", f"model.cassette={run_dir / 'calls.jsonl'}", "runner=tool_use", f"results_dir={tmp}"],
             "replay: runner differs from the recorded run's ('text')",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -140,11 +140,18 @@ def test_a_numeric_run_id_is_a_name_and_resume_takes_the_recorded_settings(tmp_p
 
 def claude_args(server: MessagesServer, results: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, str(REPO / "scripts" / "eval.py"), "model=claude-sonnet-4-6",
-        f"model.base_url={server.base_url}", f"model.api_key_env={KEY_ENV}", "model.retry_backoff_s=0.001",
-        f"n={N}", "concurrency=2",
-        f"results_dir={results}", "progress=false", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        str(REPO / "scripts" / "eval.py"),
+        "model=claude-sonnet-4-6",
+        f"model.base_url={server.base_url}",
+        f"model.api_key_env={KEY_ENV}",
+        "model.retry_backoff_s=0.001",
+        f"n={N}",
+        "concurrency=2",
+        f"results_dir={results}",
+        "progress=false",
+        *extra,
+    ]
 
 
 def slow_oracle(golds: dict[str, str], delay: float):
@@ -195,8 +202,12 @@ def test_sigkill_three_times_then_resume_loses_and_doubles_nothing(tmp_path: Pat
         assert count_lines(run_dir / "examples.jsonl") < N  # the kills really cut the run short
         final = subprocess.run(
             claude_args(server, tmp_path, "run_id=k", "resume=true"),
-            cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=REPO,
+            env={**os.environ, KEY_ENV: "test-key-not-real"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert final.returncode == 0, final.stderr
     check_complete(run_dir, golds)
 
@@ -217,8 +228,12 @@ def test_ctrl_c_prints_the_resume_command_which_finishes_the_run(tmp_path: Path)
         assert (REPO / command[0]).resolve() == Path(sys.executable).resolve()  # the interpreter that ran it
         resumed = subprocess.run(
             [sys.executable, *command[1:], "progress=false"],
-            cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=REPO,
+            env={**os.environ, KEY_ENV: "test-key-not-real"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert resumed.returncode == 0, resumed.stderr
     check_complete(run_dir, golds)
 
@@ -229,8 +244,12 @@ def test_retry_errors_reruns_exactly_the_errored_examples(tmp_path: Path) -> Non
     with MessagesServer(responder=Oracle(golds), fault_rate=0.3, fault_seed=3) as server:
         faulty = subprocess.run(
             claude_args(server, tmp_path, "run_id=f", "model.max_retries=0"),
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert faulty.returncode == 3, faulty.stderr
         run_dir = run_dir_of(faulty.stdout)
         errored = {r["id"] for r in records(run_dir) if r["reason"] == "error"}
@@ -240,9 +259,13 @@ def test_retry_errors_reruns_exactly_the_errored_examples(tmp_path: Path) -> Non
         kept = {r["id"]: r for r in records(run_dir) if r["id"] not in errored}
         server.fault_rate = 0.0
         rerun = subprocess.run(
-            [sys.executable, *command[1:], "progress=false"], cwd=REPO, env=env, capture_output=True, text=True,
+            [sys.executable, *command[1:], "progress=false"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
             timeout=300,
-        )  # fmt: skip
+        )
     assert rerun.returncode == 0, rerun.stderr
     assert f"({len(errored)} new example(s)" in rerun.stdout  # exactly the errored ones ran again
     check_complete(run_dir, golds)
@@ -264,9 +287,14 @@ def test_a_batch_the_endpoint_refuses_is_one_error_line(tmp_path: Path) -> None:
 
     with MessagesServer(responder=Oracle(gold_answers(N))) as server:
         server.refuse_batches = ApiError(400, "invalid_request_error", "Batches are not available for this account")
-        done = subprocess.run(claude_args(server, tmp_path, "mode=standard", "batch=true", "batch_poll_s=0.01"),
-                              cwd=REPO, env={**os.environ, KEY_ENV: "test-key-not-real"}, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        done = subprocess.run(
+            claude_args(server, tmp_path, "mode=standard", "batch=true", "batch_poll_s=0.01"),
+            cwd=REPO,
+            env={**os.environ, KEY_ENV: "test-key-not-real"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert not [r for r in server.requests if r.path == "/v1/messages"]  # no live call instead (no silent fallback)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()

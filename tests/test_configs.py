@@ -120,11 +120,17 @@ def test_one_settings_table_writes_eval_yaml_and_help_and_gives_the_typed_defaul
     )
     cfg = composed()
     groups = {p.name for p in CONFIGS.iterdir() if p.is_dir()} | {"solve", "hydra"}
-    flat = {f"{k}.{leaf}" if isinstance(v, dict) else k for k, v in cfg.items() if k not in groups
-            for leaf in (v if isinstance(v, dict) else [None])}  # fmt: skip
+    flat = {
+        f"{k}.{leaf}" if isinstance(v, dict) else k
+        for k, v in cfg.items()
+        if k not in groups
+        for leaf in (v if isinstance(v, dict) else [None])
+    }
     assert flat == {s.key for s in SETTINGS}
-    assert all(cfg[k] == s.default if "." not in (k := s.key) else cfg[k.split(".")[0]][k.split(".")[1]] == s.default
-               for s in SETTINGS)  # fmt: skip
+    assert all(
+        cfg[k] == s.default if "." not in (k := s.key) else cfg[k.split(".")[0]][k.split(".")[1]] == s.default
+        for s in SETTINGS
+    )
     run = RunConfig.from_mapping(cfg)
     assert (run.concurrency, run.show, run.batch_poll_s, run.request_cache) == (1, "summary", 30.0, "on")
     assert run.ray == RaySettings() and RaySettings().num_cpus == default("ray.num_cpus")

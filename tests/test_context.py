@@ -37,8 +37,9 @@ def tool_script() -> list[ModelResponse]:
 
 def solver(model, wiki, runner: str, context: ContextConfig, **settings) -> Solver:
     thinking = ThinkingConfig("adaptive") if runner == "tool_use" else None
-    solve = SolveSettings(mode="react", runner=runner, context=context, loop=LoopConfig(max_steps=7), thinking=thinking,
-                          **settings)  # type: ignore[arg-type]  # fmt: skip
+    solve = SolveSettings(
+        mode="react", runner=runner, context=context, loop=LoopConfig(max_steps=7), thinking=thinking, **settings
+    )  # type: ignore[arg-type]
     return Solver(solve, model, PROMPTS["Question"], lambda: WikiEnv(wiki), wiki_format())
 
 
@@ -109,17 +110,21 @@ async def test_compact_replaces_old_turns_with_one_counted_summary(scripted, wik
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
 async def test_subagent_research_returns_the_inner_conclusion(scripted, wiki, runner):
     if runner == "text":
-        script = [" delegate.\nAction 1: Research[How long is the Beta River?]",
-                  " inner.\nAction 1: Search[Beta River]", " inner done.\nAction 2: Finish[12 km]",
-                  " so.\nAction 2: Finish[12 km]"]  # fmt: skip
+        script = [
+            " delegate.\nAction 1: Research[How long is the Beta River?]",
+            " inner.\nAction 1: Search[Beta River]",
+            " inner done.\nAction 2: Finish[12 km]",
+            " so.\nAction 2: Finish[12 km]",
+        ]
     else:
         script = [
-            ModelResponse((ToolUseBlock("r1", "research", {"question": "How long is the Beta River?"}),),
-                          StopReason.TOOL_USE),  # fmt: skip
+            ModelResponse(
+                (ToolUseBlock("r1", "research", {"question": "How long is the Beta River?"}),), StopReason.TOOL_USE
+            ),
             ModelResponse((ToolUseBlock("i1", "search", {"entity": "Beta River"}),), StopReason.TOOL_USE),
             ModelResponse((TextBlock("Answer: 12 km"),), StopReason.END_TURN),
             ModelResponse((TextBlock("Answer: 12 km"),), StopReason.END_TURN),
-        ]  # fmt: skip
+        ]
     model = scripted(script)
     outcome = await solver(model, wiki, runner, ContextConfig("subagent", inner_max_steps=3)).solve("Q?")
     assert outcome.prediction == "12 km"
@@ -143,8 +148,9 @@ def test_a_truncate_run_replays_to_the_same_predictions(tmp_path):
     )
     assert recorded.returncode == 0, recorded.stderr
     run_dir = run_dir_of(recorded.stdout)
-    replayed = eval_py("model=replay", f"model.cassette={run_dir / 'calls.jsonl'}", f"results_dir={tmp_path / 'r'}",
-                       cwd=tmp_path)  # fmt: skip
+    replayed = eval_py(
+        "model=replay", f"model.cassette={run_dir / 'calls.jsonl'}", f"results_dir={tmp_path / 'r'}", cwd=tmp_path
+    )
     assert replayed.returncode == 0, replayed.stderr
     a, b = records(run_dir), records(run_dir_of(replayed.stdout))
     assert [r["prediction"] for r in a] == [r["prediction"] for r in b] == ["yes"]
@@ -178,12 +184,25 @@ def test_compare_puts_runs_that_differ_only_in_context_side_by_side(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps(text_script("yes")))
     for context in ("full", "truncate"):
-        done = eval_py("mode=react", f"context={context}", "n=1", "model=scripted", f"model.script={script}",
-                       f"results_dir={tmp_path / 'runs'}", "protocol=custom", "show=none", cwd=tmp_path)  # fmt: skip
+        done = eval_py(
+            "mode=react",
+            f"context={context}",
+            "n=1",
+            "model=scripted",
+            f"model.script={script}",
+            f"results_dir={tmp_path / 'runs'}",
+            "protocol=custom",
+            "show=none",
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
     out = tmp_path / "cmp"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(tmp_path / "runs"), "--out",
-                           str(out)], capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "compare.py"), str(tmp_path / "runs"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     rows = [line for line in (out / "context.md").read_text().splitlines() if line.startswith("| hotpotqa")]
     assert [row.split("|")[5].strip() for row in rows] == ["full", "truncate"]

@@ -27,8 +27,15 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 def claude(server: MessagesServer, tmp_path: Path, run_id: str, n: int = 3, **extra: object) -> RunConfig:
     solve = extra.pop("solve", SolveSettings(mode="react"))
     model = claude_model_config(server.base_url, KEY_ENV, **extra.pop("model", {}))  # type: ignore[arg-type]
-    return RunConfig(task=TaskConfig(name="hotpotqa", n=n), model=model, solve=solve,  # type: ignore[arg-type]
-                     results_dir=tmp_path, run_id=run_id, progress=False, **extra)  # type: ignore[arg-type]  # fmt: skip
+    return RunConfig(
+        task=TaskConfig(name="hotpotqa", n=n),
+        model=model,
+        solve=solve,  # type: ignore[arg-type]
+        results_dir=tmp_path,
+        run_id=run_id,
+        progress=False,
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 def records(run_dir: Path) -> list[dict]:
@@ -96,8 +103,9 @@ async def test_cot_sc_samples_are_distinct_requests_and_a_damaged_entry_is_a_mis
 
 async def test_the_limiter_holds_requests_per_minute_against_the_server(tmp_path, key):
     with MessagesServer(responder=Oracle(gold_answers(6))) as server:
-        config = claude(server, tmp_path, "r", n=6, concurrency=6, request_cache="off",
-                        model={"requests_per_minute": 600})  # fmt: skip
+        config = claude(
+            server, tmp_path, "r", n=6, concurrency=6, request_cache="off", model={"requests_per_minute": 600}
+        )
         await evaluate(config, out=io.StringIO())
         times = sorted(r.received for r in server.requests)
     assert len(times) == 12
@@ -124,8 +132,9 @@ async def test_the_budget_stops_a_run_and_resume_finishes_it(tmp_path, key):
     with MessagesServer(responder=Oracle(gold_answers(n))) as server:
         single = await evaluate(claude(server, tmp_path, "one", n=1, dry_run=True), out=io.StringIO())
         budget = json.loads((single.run_dir / "dry_run.json").read_text())["cost_usd"]  # one example's upper bound
-        stopped = await evaluate(claude(server, tmp_path, "b", n=n, request_cache="off", max_cost_usd=budget),
-                                 out=io.StringIO())  # fmt: skip
+        stopped = await evaluate(
+            claude(server, tmp_path, "b", n=n, request_cache="off", max_cost_usd=budget), out=io.StringIO()
+        )
         done = records(stopped.run_dir)
         assert 1 <= len(done) < n and stopped.n_over_budget == n - len(done)
         assert sum(r["cost_usd"] for r in done) <= budget  # never passed
@@ -144,8 +153,10 @@ async def test_the_budget_runs_close_to_its_limit_with_examples_in_flight(tmp_pa
     with MessagesServer(responder=Oracle(gold_answers(n))) as server:
         probe = await evaluate(claude(server, tmp_path, "p", n=1, request_cache="off"), out=io.StringIO())
         limit = 6.5 * probe.metrics["cost_usd"]["spent"]
-        stopped = await evaluate(claude(server, tmp_path, "b", n=n, request_cache="off", concurrency=4,
-                                        max_cost_usd=limit), out=io.StringIO())  # fmt: skip
+        stopped = await evaluate(
+            claude(server, tmp_path, "b", n=n, request_cache="off", concurrency=4, max_cost_usd=limit),
+            out=io.StringIO(),
+        )
     done = records(stopped.run_dir)
     spent = stopped.metrics["cost_usd"]["spent"]
     assert spent == pytest.approx(sum(r["cost_usd"] for r in done)) and spent <= limit  # never passed
@@ -160,8 +171,9 @@ def standard_oracle(golds: dict[str, str]):
 
 
 def batch_config(server: MessagesServer, tmp_path: Path, run_id: str, **extra: object) -> RunConfig:
-    return claude(server, tmp_path, run_id, n=4, solve=SolveSettings(mode="standard"), batch=True, batch_poll_s=0.01,
-                  **extra)  # fmt: skip
+    return claude(
+        server, tmp_path, run_id, n=4, solve=SolveSettings(mode="standard"), batch=True, batch_poll_s=0.01, **extra
+    )
 
 
 async def test_batch_submits_the_single_calls_and_the_run_is_served_from_it(tmp_path, key):
@@ -172,8 +184,10 @@ async def test_batch_submits_the_single_calls_and_the_run_is_served_from_it(tmp_
         assert len(server.batches) == 1 and live == []  # every answer came from the batch
         (batch,) = server.batches.values()
         assert len(batch.results) == 4 and batch.polls >= 2
-        direct = await evaluate(claude(server, tmp_path, "d", n=4, solve=SolveSettings(mode="standard"),
-                                       request_cache="off"), out=io.StringIO())  # fmt: skip
+        direct = await evaluate(
+            claude(server, tmp_path, "d", n=4, solve=SolveSettings(mode="standard"), request_cache="off"),
+            out=io.StringIO(),
+        )
     assert [r["prediction"] for r in records(result.run_dir)] == [r["prediction"] for r in records(direct.run_dir)]
     assert result.metrics["em"]["mean"] == 1.0
     assert result.metrics["cost_usd"]["total"] == pytest.approx(direct.metrics["cost_usd"]["total"] / 2)

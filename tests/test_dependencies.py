@@ -64,8 +64,13 @@ def test_the_installer_is_quiet_and_fetches_gemma_only_when_asked(tmp_path):
     for gemma in ("0", "1"):
         log.write_text("")
         env = {**os.environ, "WITH_GEMMA": gemma, "REACT_BENCH_CACHE": str(tmp_path / "cache")}
-        done = subprocess.run(["bash", str(REPO / ".ci" / "install_llama_cpp.sh"), str(pip)], env=env,
-                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        done = subprocess.run(
+            ["bash", str(REPO / ".ci" / "install_llama_cpp.sh"), str(pip)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         installs = [line for line in log.read_text().splitlines() if line.startswith("install")]
         assert installs and all(" -q" in f" {line}" for line in installs), installs

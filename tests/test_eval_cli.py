@@ -141,8 +141,15 @@ def test_a_newcomers_mistakes_each_get_one_line_naming_the_fix(tmp_path):
 def test_a_huge_concurrency_is_capped_with_a_note_and_the_offline_wiki_says_what_paper500_lacks(tmp_path):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 10))
-    done = eval_py("model=scripted", f"model.script={script}", "n=3", "show=none", "concurrency=1000",
-                   "split=paper500", f"results_dir={tmp_path / 'r'}")  # fmt: skip
+    done = eval_py(
+        "model=scripted",
+        f"model.script={script}",
+        "n=3",
+        "show=none",
+        "concurrency=1000",
+        "split=paper500",
+        f"results_dir={tmp_path / 'r'}",
+    )
     assert done.returncode == 0, done.stderr
     assert "concurrency=1000 is capped at 256" in done.stdout
     assert "split=paper500 on the offline wiki: " in done.stdout and "of 3 questions" in done.stdout
@@ -153,8 +160,9 @@ def test_the_documented_model_max_retries_works_on_a_resumed_run_of_any_model(tm
     """``model.max_retries=4`` as the README writes it (no ``+``), on a run whose model file lacks the key."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 4))
-    first = eval_py("model=scripted", f"model.script={script}", "n=1", "show=none", f"results_dir={tmp_path}",
-                    "run_id=m")  # fmt: skip
+    first = eval_py(
+        "model=scripted", f"model.script={script}", "n=1", "show=none", f"results_dir={tmp_path}", "run_id=m"
+    )
     assert first.returncode == 0, first.stderr
     resumed = eval_py(f"resume={run_dir_of(first.stdout)}", "model.max_retries=4", "show=none")
     assert resumed.returncode == 0, resumed.stderr
@@ -162,13 +170,19 @@ def test_the_documented_model_max_retries_works_on_a_resumed_run_of_any_model(tm
 
 
 def test_help_lists_every_setting_with_its_meaning():
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "eval.py"), "--help"], capture_output=True, text=True,
-                          timeout=120, cwd=REPO)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr
     settings = dict(
-        line.split(None, 1) for line in done.stdout.split("settings (default, meaning):")[1].splitlines()
+        line.split(None, 1)
+        for line in done.stdout.split("settings (default, meaning):")[1].splitlines()
         if line.startswith("  ") and "=" in line.split()[0] and len(line.split(None, 1)) == 2
-    )  # fmt: skip
+    )
     for key in (
         "max_cost_usd=null",
         "show=summary",
@@ -190,13 +204,21 @@ def test_the_react_bench_command_runs_the_scripts_with_their_own_exit_codes(tmp_
     assert declared.value == "react_bench.cli:main"
 
     def react_bench(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "react_bench.cli", *args], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "react_bench.cli", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" Easy.\nAction 1: Finish[yes]"]))
-    done = react_bench("eval", "model=scripted", f"model.script={script}", f"results_dir={tmp_path / 'r'}", "n=1",
-                       "run_id=cli", "progress=false")  # fmt: skip
+    done = react_bench(
+        "eval",
+        "model=scripted",
+        f"model.script={script}",
+        f"results_dir={tmp_path / 'r'}",
+        "n=1",
+        "run_id=cli",
+        "progress=false",
+    )
     assert done.returncode == 0, done.stderr
     assert [r["prediction"] for r in records(run_dir_of(done.stdout))] == ["yes"]
     refused = react_bench("eval", "parser=robust", f"results_dir={tmp_path / 'r'}")

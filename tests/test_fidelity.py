@@ -13,8 +13,9 @@ from react_bench.runconfig import RunConfig
 from react_bench.tasks import PAPER500, TaskConfig, load_task
 
 
-@pytest.mark.parametrize(("task", "key", "label"), [("hotpotqa", "webthink_simple6", "Question"),
-                                                    ("fever", "webthink_simple3", "Claim")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("task", "key", "label"), [("hotpotqa", "webthink_simple6", "Question"), ("fever", "webthink_simple3", "Claim")]
+)
 def test_first_prompt_of_paper500_is_the_originals_byte_for_byte(scripted, shared_data: Path, task, key, label):
     prompts_file = shared_data / "prompts" / f"react_{task}_prompts.json"
     instructions_file = shared_data / "prompts" / "react_instructions.json"

@@ -59,13 +59,25 @@ def raw_tool_stream(body: dict[str, Any], name: str, partial_json: str) -> RawSt
     events = [
         start,
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "input_json_delta", "partial_json": partial_json}}),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": partial_json},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                           "usage": {"output_tokens": 5}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 5},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
-    ]  # fmt: skip
+    ]
     return RawStream(b"".join(encode_sse(n, p) for n, p in events))
 
 
@@ -104,33 +116,43 @@ def text_cases() -> list[Case]:
             "100k argument",
             text("Thought 1: a\nAction 1: Search[" + "a" * 100_000 + "]"),
             lambda r: observed(r, "Could not find", False),
-        ),  # fmt: skip
+        ),
         Case(
             "100k lookup",
             text("Thought 1: a\nAction 1: Lookup[" + "b " * 50_000 + "]"),
             lambda r: observed(r, "There is no page", False),
-        ),  # fmt: skip
+        ),
         Case(
             "lone surrogate",
             text("Thought 1: a\nAction 1: Search[\ud800 x]"),
             lambda r: (observed(r, "", False), r["replaced_chars"] == 1 or expect_fail(str(r))),
-        ),  # fmt: skip
+        ),
         Case(
             "only surrogates",
             text("\udfff\ud800"),
             lambda r: (reask(r), r["replaced_chars"] == 2 or expect_fail(str(r))),
-        ),  # fmt: skip
+        ),
         Case(
             "huge finish",
             text("Thought 1: a\nAction 1: Finish[" + "z" * 100_000 + "]"),
             lambda r: r["prediction"] == "z" * 100_000 or expect_fail("finish lost"),
-        ),  # fmt: skip
+        ),
     ]
     for k, ch in enumerate(CONTROL):
-        cases.append(Case(f"control {k} in argument", text(f"Thought 1: a\nAction 1: Search[x{ch}y]"),
-                          lambda r: observed(r, "", False)))  # fmt: skip
-        cases.append(Case(f"control {k} in thought", text(f"Thought 1: a{ch}b\nAction 1: Lookup[q]"),
-                          lambda r: observed(r, "There is no page", False)))  # fmt: skip
+        cases.append(
+            Case(
+                f"control {k} in argument",
+                text(f"Thought 1: a\nAction 1: Search[x{ch}y]"),
+                lambda r: observed(r, "", False),
+            )
+        )
+        cases.append(
+            Case(
+                f"control {k} in thought",
+                text(f"Thought 1: a{ch}b\nAction 1: Lookup[q]"),
+                lambda r: observed(r, "There is no page", False),
+            )
+        )
     for k in range(1, 31):
         cases.append(Case(f"label noise {k}", text(f"Thought 1: a\nAction {k + 1}: Search[x]"), reask))
     return cases
@@ -162,7 +184,7 @@ def tool_cases() -> list[Case]:
                 ToolUseBlock("toolu_same", "search", {"entity": "b"}),
             ),
             error_with("duplicate tool_use ids"),
-        ),  # fmt: skip
+        ),
         Case(
             "300 parallel calls",
             tool(*[search(f"q{i}") for i in range(300)]),
@@ -171,18 +193,18 @@ def tool_cases() -> list[Case]:
                 len([e for e in r["trajectory"][0]["events"] if e["type"] == "tool_execution_finished"]) == 300
                 or expect_fail("not 300 results"),
             ),
-        ),  # fmt: skip
+        ),
         Case("100k argument", tool(search("w" * 100_000)), lambda r: observed(r, "Could not find", False)),
         Case(
             "surrogate argument",
             tool(search("Ed \ud800 Wood")),
             lambda r: (observed(r, "", False), r["replaced_chars"] == 1 or expect_fail(str(r))),
-        ),  # fmt: skip
+        ),
         Case(
             "surrogate text",
             tool(TextBlock("I think \udc00"), search("x")),
             lambda r: (observed(r, "", False), r["replaced_chars"] == 1 or expect_fail(str(r))),
-        ),  # fmt: skip
+        ),
     ]
     raw = {
         "invalid json": '{"entity": ',
@@ -197,15 +219,24 @@ def tool_cases() -> list[Case]:
         "null": "null",
     }
     for name, partial in raw.items():
-        cases.append(Case(f"raw {name}", lambda body, p=partial: raw_tool_stream(body, "search", p),
-                          garbled if name not in ("array", "string", "null")
-                          else lambda r: observed(r, "is not a JSON object")))  # fmt: skip
+        cases.append(
+            Case(
+                f"raw {name}",
+                lambda body, p=partial: raw_tool_stream(body, "search", p),
+                garbled if name not in ("array", "string", "null") else lambda r: observed(r, "is not a JSON object"),
+            )
+        )
     for k, ch in enumerate(CONTROL):
         cases.append(Case(f"control {k}", tool(search(f"x{ch}y")), lambda r: observed(r, "", False)))
     for k in range(50):
         reply = Reply((TextBlock("Looking."), search(f"probe {k}")))
-        cases.append(Case(f"unknown SSE events at {k}", lambda body, r=reply, w=k: with_unknown_events(body, r, w + 1),
-                          lambda r: observed(r, "", False)))  # fmt: skip
+        cases.append(
+            Case(
+                f"unknown SSE events at {k}",
+                lambda body, r=reply, w=k: with_unknown_events(body, r, w + 1),
+                lambda r: observed(r, "", False),
+            )
+        )
     return cases
 
 

@@ -182,11 +182,14 @@ async def test_chat_with_tools_runs_the_prompt_protocol(model: LocalModel) -> No
 @pytest.mark.parametrize(
     ("tool_text", "expected", "reason"),
     [
-        ('{"name": "search", "arguments": {"entity": "Microsoft"}}</tool_call>',
-         (TextBlock("Let me search. "), ToolUseBlock("*", "search", {"entity": "Microsoft"})), StopReason.TOOL_USE),
+        (
+            '{"name": "search", "arguments": {"entity": "Microsoft"}}</tool_call>',
+            (TextBlock("Let me search. "), ToolUseBlock("*", "search", {"entity": "Microsoft"})),
+            StopReason.TOOL_USE,
+        ),
         ("search[Microsoft]", (TextBlock("Let me search. <tool_call>search[Microsoft]"),), StopReason.MAX_TOKENS),
     ],
-)  # fmt: skip
+)
 async def test_what_follows_tool_call_becomes_a_tool_use_block_or_stays_text(
     model: LocalModel, tool_text: str, expected: tuple[object, ...], reason: StopReason
 ) -> None:

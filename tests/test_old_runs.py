@@ -63,8 +63,18 @@ def test_an_old_run_resumes_compares_and_exports(old_run: Path, tmp_path: Path) 
     now = json.loads((old_run / "metrics.json").read_text())
     for key in ("n", "em", "f1", "usage", "reasons", "routes", "bad_calls", "grounded_accuracy", "mean_steps"):
         assert now[key] == then[key], key
-    table = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(tmp_path / "results"),
-                            "--out", str(tmp_path / "study")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    table = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "compare.py"),
+            str(tmp_path / "results"),
+            "--out",
+            str(tmp_path / "study"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert table.returncode == 0, table.stderr
     assert f"{100 * then['em']['mean']:.1f}" in table.stdout + (tmp_path / "study" / "table1.md").read_text()
     export = [

@@ -49,8 +49,21 @@ def server() -> Iterator[str]:
     except ConfigError as exc:
         pytest.skip(str(exc))
     port = _free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "2048", "--verbose", "False"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--verbose",
+        "False",
+    ]
     # A file, not a pipe: uvicorn's request log would fill a pipe and block the server.
     with tempfile.TemporaryFile() as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

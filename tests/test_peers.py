@@ -26,11 +26,13 @@ async def test_inspect_react_answers_through_the_same_tools(tmp_path):
     golds = gold_answers(2)
     with MessagesServer(responder=Oracle(golds)) as server:
         done = subprocess.run(
-            [sys.executable, "bench/peer_inspect.py", "--base-url", server.base_url, "--n", "2",
-             "--concurrency", "2"],
-            cwd=REPO, capture_output=True, text=True, timeout=300,
+            [sys.executable, "bench/peer_inspect.py", "--base-url", server.base_url, "--n", "2", "--concurrency", "2"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
             env={**os.environ, "ANTHROPIC_API_KEY": "local-test-key-not-real", "INSPECT_LOG_DIR": str(tmp_path)},
-        )  # fmt: skip
+        )
         bodies = [r.body for r in server.requests]
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-1])

@@ -86,11 +86,13 @@ def records(run_dir: Path) -> list[dict]:
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
 async def test_ray_run_writes_the_one_process_runs_predictions(tmp_path, cluster, golds, runner):
     with MessagesServer(responder=Oracle(golds)) as server:
-        local = await evaluate(config(server, tmp_path / "local", None, runner=runner, request_cache="off"),
-                               out=io.StringIO())  # fmt: skip
+        local = await evaluate(
+            config(server, tmp_path / "local", None, runner=runner, request_cache="off"), out=io.StringIO()
+        )
         out = io.StringIO()
-        ray_run = await evaluate(config(server, tmp_path / "ray", cluster, runner=runner, concurrency=4,
-                                        request_cache="off"), out=out)  # fmt: skip
+        ray_run = await evaluate(
+            config(server, tmp_path / "ray", cluster, runner=runner, concurrency=4, request_cache="off"), out=out
+        )
     assert "2 worker(s)" in out.getvalue()  # one per worker node's CPU
     got, want = records(ray_run.run_dir), records(local.run_dir)
     assert len(got) == N and len({r["id"] for r in got}) == N
@@ -179,8 +181,9 @@ async def test_one_rate_limit_for_the_whole_cluster(tmp_path, cluster, golds):
     for a request delayed on its way (scheduling, connecting) by up to two seconds."""
     n = 8
     with MessagesServer(responder=Oracle(golds)) as server:
-        cfg = config(server, tmp_path, cluster, n=n, concurrency=4, request_cache="off",
-                     model={"requests_per_minute": 60})  # fmt: skip
+        cfg = config(
+            server, tmp_path, cluster, n=n, concurrency=4, request_cache="off", model={"requests_per_minute": 60}
+        )
         out = io.StringIO()
         result = await evaluate(cfg, out=out)
         arrived = sorted(r.received for r in server.requests)
@@ -198,12 +201,28 @@ def test_a_sweep_through_the_ray_launcher(tmp_path, cluster, golds):
     with MessagesServer(responder=Oracle(golds)) as server:
         env = {**os.environ, KEY_ENV: "test-key-not-real"}
         done = subprocess.run(
-            [sys.executable, "scripts/eval.py", "-m", "mode=react,act", "model=claude-sonnet-4-6",
-             f"model.base_url={server.base_url}", f"model.api_key_env={KEY_ENV}", "model.max_retries=0", "n=3",
-             "hydra/launcher=ray", f"ray.address={cluster.address}", f"results_dir={tmp_path}", "progress=false",
-             "cache=false"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "scripts/eval.py",
+                "-m",
+                "mode=react,act",
+                "model=claude-sonnet-4-6",
+                f"model.base_url={server.base_url}",
+                f"model.api_key_env={KEY_ENV}",
+                "model.max_retries=0",
+                "n=3",
+                "hydra/launcher=ray",
+                f"ray.address={cluster.address}",
+                f"results_dir={tmp_path}",
+                "progress=false",
+                "cache=false",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "combined table of sweep" in done.stdout and "(2 runs;" in done.stdout
     runs = sorted(tmp_path.glob("hotpotqa/*/*/sweep-*/metrics.json"))
@@ -217,12 +236,24 @@ def test_an_error_inside_a_worker_reaches_the_user_as_the_projects_own_line(tmp_
     not Ray's wrapper (``ray::_Worker.solve() (pid=..., actor_id=...)``)."""
     script = tmp_path / "short.json"
     script.write_text(json.dumps([" I search.\nAction 1: Search[X]\nObservation 1:"]))
-    argv = [sys.executable, "scripts/eval.py", "model=scripted", f"model.script={script}", "n=1", "progress=false",
-            f"results_dir={tmp_path}", "cache=false"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "scripts/eval.py",
+        "model=scripted",
+        f"model.script={script}",
+        "n=1",
+        "progress=false",
+        f"results_dir={tmp_path}",
+        "cache=false",
+    ]
     local = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)
-    on_ray = subprocess.run([*argv, "executor=ray", f"ray.address={cluster.address}", "ray.workers=1",
-                             f"results_dir={tmp_path / 'ray'}"], cwd=REPO, capture_output=True, text=True,
-                            timeout=600)  # fmt: skip
+    on_ray = subprocess.run(
+        [*argv, "executor=ray", f"ray.address={cluster.address}", "ray.workers=1", f"results_dir={tmp_path / 'ray'}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     said = [p.stderr.strip().splitlines()[-1] for p in (local, on_ray)]
     assert said[0].startswith("error: ") and "script" in said[0], local.stderr[-2000:]
     assert said[1] == said[0] and on_ray.returncode == local.returncode == 2, on_ray.stderr[-2000:]
@@ -232,10 +263,22 @@ def test_an_error_inside_a_worker_reaches_the_user_as_the_projects_own_line(tmp_
 def test_the_driver_killed_mid_run_resumes_on_the_cluster(tmp_path, cluster, golds):
     with MessagesServer(responder=Oracle(golds), latency_s=0.3) as server:
         env = {**os.environ, KEY_ENV: "test-key-not-real"}
-        argv = [sys.executable, "scripts/eval.py", "model=claude-sonnet-4-6", f"model.base_url={server.base_url}",
-                f"model.api_key_env={KEY_ENV}", "model.max_retries=0", f"n={N}", "executor=ray",
-                f"ray.address={cluster.address}", f"results_dir={tmp_path}", "progress=false", "cache=false",
-                "run_id=killed", "concurrency=2"]  # fmt: skip
+        argv = [
+            sys.executable,
+            "scripts/eval.py",
+            "model=claude-sonnet-4-6",
+            f"model.base_url={server.base_url}",
+            f"model.api_key_env={KEY_ENV}",
+            "model.max_retries=0",
+            f"n={N}",
+            "executor=ray",
+            f"ray.address={cluster.address}",
+            f"results_dir={tmp_path}",
+            "progress=false",
+            "cache=false",
+            "run_id=killed",
+            "concurrency=2",
+        ]
         driver = subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         examples = tmp_path / "hotpotqa" / "claude-sonnet-4-6" / "react-text" / "killed" / "examples.jsonl"
         deadline = time.monotonic() + 300
@@ -247,8 +290,9 @@ def test_the_driver_killed_mid_run_resumes_on_the_cluster(tmp_path, cluster, gol
         driver.wait()
         before = len(examples.read_text().splitlines())
         assert 2 <= before < N
-        resumed = subprocess.run(argv[:-2] + [f"resume={examples.parent}"], cwd=REPO, env=env, capture_output=True,
-                                 text=True, timeout=600)  # fmt: skip
+        resumed = subprocess.run(
+            argv[:-2] + [f"resume={examples.parent}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+        )
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     got = records(examples.parent)
     assert len(got) == N and len({r["id"] for r in got}) == N
@@ -271,11 +315,22 @@ def test_executor_ray_settings_are_checked():
 
 def test_a_cluster_that_is_not_there_is_one_line(tmp_path):
     done = subprocess.run(
-        [sys.executable, "scripts/eval.py", "model=claude-sonnet-4-6", "model.base_url=http://127.0.0.1:9",
-         "n=1", "executor=ray", "ray.address=127.0.0.1:9", f"results_dir={tmp_path}"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "scripts/eval.py",
+            "model=claude-sonnet-4-6",
+            "model.base_url=http://127.0.0.1:9",
+            "n=1",
+            "executor=ray",
+            "ray.address=127.0.0.1:9",
+            f"results_dir={tmp_path}",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "ANTHROPIC_API_KEY": "not-a-key"},
-    )  # fmt: skip
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: executor=ray: could not connect to ray.address=")
 
@@ -292,8 +347,9 @@ def test_the_guides_commands_with_token_authentication(tmp_path):
     for home in (head_home, worker_home, driver_home):
         home.mkdir()
     env = {**os.environ, **RAY_ENV, "HOME": str(head_home)}
-    made = subprocess.run([_ray_bin(), "get-auth-token", "--generate"], env=env, capture_output=True, text=True,
-                          timeout=120)  # fmt: skip
+    made = subprocess.run(
+        [_ray_bin(), "get-auth-token", "--generate"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert made.returncode == 0, made.stderr[-2000:]
     token = (head_home / ".ray" / "auth_token").read_text().strip()
     with LocalCluster(workers=0, env={"HOME": str(head_home), "RAY_AUTH_MODE": "token"}) as cluster:
@@ -309,8 +365,14 @@ def test_the_guides_commands_with_token_authentication(tmp_path):
         steps = [" I search.\nAction 1: Search[X]\nObservation 1:", " I know.\nAction 2: Finish[X]"]
         script.write_text(json.dumps(steps * 2))
         driver = {**os.environ, "HOME": str(driver_home), "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": token}
-        common = ["model=scripted", f"model.script={script}", "n=2", "progress=false", "cache=false",
-                  f"ray.address={cluster.address}"]  # fmt: skip
+        common = [
+            "model=scripted",
+            f"model.script={script}",
+            "n=2",
+            "progress=false",
+            "cache=false",
+            f"ray.address={cluster.address}",
+        ]
         argv = [sys.executable, "scripts/eval.py", *common, "executor=ray", f"results_dir={tmp_path / 'a'}"]
         run = subprocess.run(argv, cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stderr[-3000:]
@@ -318,15 +380,33 @@ def test_the_guides_commands_with_token_authentication(tmp_path):
         one_call = tmp_path / "one_call.json"
         one_call.write_text(json.dumps([" X", " X"]))  # standard and cot: one call an example
         common[1] = f"model.script={one_call}"
-        sweep = subprocess.run([sys.executable, "scripts/eval.py", "-m", "mode=standard,cot", *common,
-                                "hydra/launcher=ray", f"results_dir={tmp_path / 'b'}"],
-                               cwd=REPO, env=driver, capture_output=True, text=True, timeout=600)  # fmt: skip
+        sweep = subprocess.run(
+            [
+                sys.executable,
+                "scripts/eval.py",
+                "-m",
+                "mode=standard,cot",
+                *common,
+                "hydra/launcher=ray",
+                f"results_dir={tmp_path / 'b'}",
+            ],
+            cwd=REPO,
+            env=driver,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert sweep.returncode == 0, sweep.stderr[-3000:]
         assert "(2 runs;" in sweep.stdout and "_run_job pid=" in sweep.stdout
         common[1] = f"model.script={script}"
         # a driver without the token is told what to set, in one line
         lost = {k: v for k, v in driver.items() if not k.startswith("RAY_AUTH")}
-        bare = subprocess.run([sys.executable, "scripts/eval.py", *common, "executor=ray",
-                               f"results_dir={tmp_path / 'c'}"], cwd=REPO, env=lost, capture_output=True, text=True,
-                              timeout=600)  # fmt: skip
+        bare = subprocess.run(
+            [sys.executable, "scripts/eval.py", *common, "executor=ray", f"results_dir={tmp_path / 'c'}"],
+            cwd=REPO,
+            env=lost,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert bare.returncode == 2 and "RAY_AUTH_MODE=token" in bare.stderr.strip().splitlines()[-1]

@@ -76,8 +76,7 @@ def by_shape(shapes) -> tuple[dict[str, str], dict[str, openai_hostile.Shape]]:
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
-async def test_every_hostile_response_is_retried_used_or_recorded_never_an_abort(tmp_path, monkeypatch, capsys,
-                                                                                  runner):  # fmt: skip
+async def test_every_hostile_response_is_retried_used_or_recorded_never_an_abort(tmp_path, monkeypatch, capsys, runner):
     shapes = openai_hostile.SHAPES
     assert len(shapes) >= 25
     golds, shape_of = by_shape(shapes)
@@ -99,8 +98,10 @@ async def test_every_hostile_response_is_retried_used_or_recorded_never_an_abort
             case "cut":
                 ok = got == ("answered", True) and r["stop_reasons"].get("max_tokens") == 1
         if not ok:
-            wrong.append(f"{shape.name}: {r['reason']} correct={r['correct']} retries={r['retries']} "
-                         f"stops={r['stop_reasons']} {r['error']}")  # fmt: skip
+            wrong.append(
+                f"{shape.name}: {r['reason']} correct={r['correct']} retries={r['retries']} "
+                f"stops={r['stop_reasons']} {r['error']}"
+            )
     assert not wrong, "\n".join(wrong)
     # the numbers stay sane: no impossible count reached usage
     usage = result.metrics["usage"]
@@ -118,8 +119,9 @@ async def test_without_retries_each_fault_is_an_error_on_its_example_with_its_re
     shapes = [s for s in openai_hostile.SHAPES if s.outcome == "retried"]
     golds, shape_of = by_shape(shapes)
     responder = first_call_is(lambda q, chunks: shape_of[q].build(chunks), golds)
-    result, records, out = await run(tmp_path, monkeypatch, responder, runner, len(shapes), max_retries=0,
-                                     deadline_s=1.0)  # fmt: skip
+    result, records, out = await run(
+        tmp_path, monkeypatch, responder, runner, len(shapes), max_retries=0, deadline_s=1.0
+    )
     for question, shape in shape_of.items():
         r = records[question]
         assert r["reason"] == "error" and r["error"], (shape.name, r)

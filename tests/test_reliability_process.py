@@ -55,8 +55,14 @@ def test_a_second_process_on_a_running_run_is_refused_in_one_line(tmp_path: Path
     with MessagesServer(responder=held) as server:
         first = start(claude_args(server, tmp_path, "run_id=two"))
         wait_for_lines(run_dir / "examples.jsonl", 1, first)
-        second = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=env(),
-                                capture_output=True, text=True, timeout=300)  # fmt: skip
+        second = subprocess.run(
+            claude_args(server, tmp_path, f"resume={run_dir}"),
+            cwd=REPO,
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         gate.set()
         assert second.returncode == 2, second.stderr
         (line,) = second.stderr.strip().splitlines()
@@ -83,8 +89,14 @@ def test_sigterm_is_handled_as_ctrl_c_and_the_run_resumes(tmp_path: Path) -> Non
         assert 2 <= finished < N
         command = stderr.strip().splitlines()[-1].split()
         assert command[1:3] == ["scripts/eval.py", f"resume={run_dir}"]
-        resumed = subprocess.run([sys.executable, *command[1:], "progress=false"], cwd=REPO, env=env(),
-                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        resumed = subprocess.run(
+            [sys.executable, *command[1:], "progress=false"],
+            cwd=REPO,
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert resumed.returncode == 0, resumed.stderr
     assert f"({N - finished} new example(s)" in resumed.stdout  # no finished example was lost
     check_complete(run_dir, golds)
@@ -101,8 +113,15 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_nothing_torn(tmp_pa
     examples = run_dir / "examples.jsonl"
     with MessagesServer(responder=slow_oracle(golds, 0.05)) as server:
         full_env = {**env(), "PYTHONUNBUFFERED": "1"}
-        full = subprocess.Popen(claude_args(server, tmp_path, "run_id=full"), cwd=REPO, env=full_env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_ignore_sigxfsz)  # fmt: skip
+        full = subprocess.Popen(
+            claude_args(server, tmp_path, "run_id=full"),
+            cwd=REPO,
+            env=full_env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=_ignore_sigxfsz,
+        )
         wait_for_lines(examples, 2, full)
         # the disk is full from now on, for that process: no file of it may grow past this size
         limit = examples.stat().st_size + 100
@@ -113,8 +132,14 @@ def test_a_full_disk_is_one_line_with_the_resume_command_and_nothing_torn(tmp_pa
         assert line.startswith("error: File too large") and f"writing under {run_dir}" in line
         assert line.endswith(f"scripts/eval.py resume={run_dir}") and "Traceback" not in stderr
         assert 0 < len(complete_lines(examples)) < N  # a torn last line at most, which resume cuts
-        resumed = subprocess.run(claude_args(server, tmp_path, f"resume={run_dir}"), cwd=REPO, env=env(),
-                                 capture_output=True, text=True, timeout=300)  # fmt: skip
+        resumed = subprocess.run(
+            claude_args(server, tmp_path, f"resume={run_dir}"),
+            cwd=REPO,
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert resumed.returncode == 0, resumed.stderr
     check_complete(run_dir, golds)
 

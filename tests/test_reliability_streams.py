@@ -139,8 +139,9 @@ def _stopping(reason: StopReason) -> Callable[[str, dict[str, Any], Reply], Repl
 @pytest.mark.parametrize("runner", RUNNERS)
 async def test_a_refusal_is_its_own_finish_reason_and_a_context_overflow_an_error(tmp_path, monkeypatch, runner):
     golds = gold_answers(2)
-    result, records = await run(tmp_path, monkeypatch, first_call_is(_stopping(StopReason.REFUSAL), golds),
-                                runner, 2, max_retries=2)  # fmt: skip
+    result, records = await run(
+        tmp_path, monkeypatch, first_call_is(_stopping(StopReason.REFUSAL), golds), runner, 2, max_retries=2
+    )
     assert all(r["reason"] == "refused" and r["retries"] == 0 for r in records.values())
     assert all(r["stop_reasons"] == {"refusal": 1} and "refused" in r["error"] for r in records.values())
     assert result.metrics["refused"] == 2 and result.metrics["errors"] == 0
@@ -150,8 +151,14 @@ async def test_a_refusal_is_its_own_finish_reason_and_a_context_overflow_an_erro
     cassette = [json.loads(line) for line in (result.run_dir / "calls.jsonl").read_text().splitlines()]
     assert all(c["stop_reasons"] == ["refusal"] for c in cassette)
 
-    _, records = await run(tmp_path / "ctx", monkeypatch, first_call_is(
-        _stopping(StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED), golds), runner, 2, max_retries=2)  # fmt: skip
+    _, records = await run(
+        tmp_path / "ctx",
+        monkeypatch,
+        first_call_is(_stopping(StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED), golds),
+        runner,
+        2,
+        max_retries=2,
+    )
     for r in records.values():
         assert r["reason"] == "error" and r["retries"] == 0 and "context window" in r["error"]
 

@@ -114,8 +114,15 @@ def _episode(*observations: str) -> list[dict]:
     events = []
     for i, observation in enumerate(observations):
         events.append({"type": "tool_called", "call_id": str(i), "name": "search", "arguments": {"entity": "x"}})
-        events.append({"type": "tool_execution_finished", "call_id": str(i), "name": "search",
-                       "observation": observation, "is_error": False})  # fmt: skip
+        events.append(
+            {
+                "type": "tool_execution_finished",
+                "call_id": str(i),
+                "name": "search",
+                "observation": observation,
+                "is_error": False,
+            }
+        )
     return [{"events": events}]
 
 
@@ -123,15 +130,33 @@ def test_grounded_counts_only_answers_a_page_can_say_and_actions_are_counted_apa
     task = load_task("hotpotqa")
     rows = [
         # one model turn that ran two searches at once (the tool-use runner's parallel calls)
-        dict(record(0, **task.score("Paris", "Paris")), gold="Paris", prediction="Paris", correct=True, steps=1,
-             trajectory=_episode("Paris is the capital of France.", "Lyon is a city.")),
+        dict(
+            record(0, **task.score("Paris", "Paris")),
+            gold="Paris",
+            prediction="Paris",
+            correct=True,
+            steps=1,
+            trajectory=_episode("Paris is the capital of France.", "Lyon is a city."),
+        ),
         # right, but the answer is a judgement no page says: not in grounded's denominator
-        dict(record(1, **task.score("yes", "yes")), gold="yes", prediction="yes", correct=True, steps=1,
-             trajectory=_episode("Both are films.")),
+        dict(
+            record(1, **task.score("yes", "yes")),
+            gold="yes",
+            prediction="yes",
+            correct=True,
+            steps=1,
+            trajectory=_episode("Both are films."),
+        ),
         # right, from memory: the page it read does not say it
-        dict(record(2, **task.score("Rome", "Rome")), gold="Rome", prediction="Rome", correct=True, steps=1,
-             trajectory=_episode("Milan is a city.")),
-    ]  # fmt: skip
+        dict(
+            record(2, **task.score("Rome", "Rome")),
+            gold="Rome",
+            prediction="Rome",
+            correct=True,
+            steps=1,
+            trajectory=_episode("Milan is a city."),
+        ),
+    ]
     write_run(tmp_path, "hotpotqa", rows)
     metrics = summarize(tmp_path, task.info)
     assert metrics.grounded_n == 2 and metrics.grounded == 0.5 and metrics.grounded_accuracy == 0.5

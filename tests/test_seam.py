@@ -82,8 +82,15 @@ def _prompt(exemplars: str, instruction: str = "<instruction>\n") -> PromptSpec:
 
 
 class KVTask:
-    info = TaskInfo(name="kvworld", title="KV world", metrics=("em",), primary_metric="em", column="KV EM",
-                    paper={"made up": {"react": 50.0}}, groups=("hops",))  # fmt: skip
+    info = TaskInfo(
+        name="kvworld",
+        title="KV world",
+        metrics=("em",),
+        primary_metric="em",
+        column="KV EM",
+        paper={"made up": {"react": 50.0}},
+        groups=("hops",),
+    )
     env_group = None
 
     def __init__(self) -> None:
@@ -91,8 +98,9 @@ class KVTask:
         self.factory = Factory(KVEnv)
 
     def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
-        example = Example("kv-1", "Start at key alpha and follow the values: which number is at the end?", "42",
-                          {"hops": 3})  # fmt: skip
+        example = Example(
+            "kv-1", "Start at key alpha and follow the values: which number is at the end?", "42", {"hops": 3}
+        )
         chosen, self.coverage = select(Pool.of("kvworld", [example]), config)
         return chosen
 
@@ -173,9 +181,16 @@ DOOR_EXEMPLAR = (
 
 
 class DoorTask(KVTask):
-    info = TaskInfo(name="doorworld", title="Door world", metrics=("success",), primary_metric="success",
-                    column="Door success", answers=False, modes=("react", "act"),
-                    protocol={"max_steps": 5})  # fmt: skip
+    info = TaskInfo(
+        name="doorworld",
+        title="Door world",
+        metrics=("success",),
+        primary_metric="success",
+        column="Door success",
+        answers=False,
+        modes=("react", "act"),
+        protocol={"max_steps": 5},
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -243,8 +258,14 @@ def kv_script(mode: str, runner: str) -> list[Any]:
 
 def _config(task: str, mode: str, runner: str, tmp_path: Path, max_steps: int) -> RunConfig:
     solve = SolveSettings(mode=mode, runner=runner, loop=LoopConfig(max_steps=max_steps), cot_sc_samples=3)
-    return RunConfig(task=TaskConfig(name=task), model={"provider": "scripted", "label": "toy"}, solve=solve,
-                     results_dir=tmp_path, progress=False, run_id=f"{mode}-{runner}")  # fmt: skip
+    return RunConfig(
+        task=TaskConfig(name=task),
+        model={"provider": "scripted", "label": "toy"},
+        solve=solve,
+        results_dir=tmp_path,
+        progress=False,
+        run_id=f"{mode}-{runner}",
+    )
 
 
 def _records(run_dir: Path) -> list[dict[str, Any]]:
@@ -312,8 +333,12 @@ async def test_the_step_cap_of_a_task_without_answers_scores_zero(
 
 
 def test_modes_that_need_answers_are_refused_for_a_task_without_them(toy_tasks: None) -> None:
-    base = {"task": {"name": "doorworld"}, "mode": {"name": "react"}, "runner": {"name": "text"},
-            "model": {"provider": "scripted"}}  # fmt: skip
+    base = {
+        "task": {"name": "doorworld"},
+        "mode": {"name": "react"},
+        "runner": {"name": "text"},
+        "model": {"provider": "scripted"},
+    }
     run = RunConfig.from_mapping(base)
     assert run.solve.loop.max_steps == 5  # the task's own protocol under protocol=paper
     for mode in ("standard", "cot", "cot_sc", "react_cot_sc", "cot_sc_react"):
@@ -326,8 +351,9 @@ def test_modes_that_need_answers_are_refused_for_a_task_without_them(toy_tasks: 
 def test_line_format_exemplars_become_tool_use_turns() -> None:
     turns = exemplar_conversation(_prompt(DOOR_EXEMPLAR), "react", None, DoorTask().text_format(), DOOR_ACTIONS)
     assert [m.role for m in turns] == ["user", "assistant", "user", "assistant", "user"]
-    assert turns[0].content == (TextBlock("You stand before a locked gate. A key lies on a bench.\n"
-                                          "Your task is to: open the gate."),)  # fmt: skip
+    assert turns[0].content == (
+        TextBlock("You stand before a locked gate. A key lies on a bench.\nYour task is to: open the gate."),
+    )
     said, call = turns[1].content
     assert said == TextBlock("I need the key first.")  # the think action became the turn's text
     assert isinstance(call, ToolUseBlock) and (call.name, call.input) == ("take", {"item": "key"})

@@ -17,8 +17,13 @@ UNIVERSAL = [" I look it up.\nAction 1: Finish[yes]\nAnswer: yes"] * 200  # ever
 
 
 def eval_py(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
-                          cwd=cwd, capture_output=True, text=True, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -28,22 +33,37 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     scripts = {
         "standard": [" yes", " no", " Chief of Protocol"],
         "cot": ["r.\nAnswer: no", "r.\nAnswer: no", "r.\nAnswer: Chief of Protocol"],
-        "react": [" s.\nAction 1: Search[Ed Wood]", " d.\nAction 2: Finish[yes]", " d.\nAction 1: Finish[yes]",
-                  " d.\nAction 1: Finish[yes]"],
-    }  # fmt: skip
+        "react": [
+            " s.\nAction 1: Search[Ed Wood]",
+            " d.\nAction 2: Finish[yes]",
+            " d.\nAction 1: Finish[yes]",
+            " d.\nAction 1: Finish[yes]",
+        ],
+    }
     for mode, script in scripts.items():
         path = root / f"{mode}.json"
         path.write_text(json.dumps(script))
-        done = eval_py(f"mode={mode}", "n=3", "model=scripted", f"model.script={path}", f"results_dir={root / 'runs'}",
-                       "show=none", cwd=root)  # fmt: skip
+        done = eval_py(
+            f"mode={mode}",
+            "n=3",
+            "model=scripted",
+            f"model.script={path}",
+            f"results_dir={root / 'runs'}",
+            "show=none",
+            cwd=root,
+        )
         assert done.returncode == 0, done.stderr
     return root / "runs"
 
 
 def test_compare_writes_the_table_the_paired_tests_and_both_plots(three_runs: Path, tmp_path: Path) -> None:
     out = tmp_path / "compare"
-    done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     table = (out / "table1.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
@@ -95,8 +115,10 @@ def test_accuracy_at_k_follows_the_stored_samples(tmp_path: Path) -> None:
 
     run = tmp_path / "run"
     run.mkdir()
-    rows = [{"id": "a", "gold": "x", "prediction": "x", "route": "cot_sc", "samples": ["y", "x", "x"]},
-            {"id": "b", "gold": "z", "prediction": "z", "route": "cot_sc", "samples": ["z", "q", "q"]}]  # fmt: skip
+    rows = [
+        {"id": "a", "gold": "x", "prediction": "x", "route": "cot_sc", "samples": ["y", "x", "x"]},
+        {"id": "b", "gold": "z", "prediction": "z", "route": "cot_sc", "samples": ["z", "q", "q"]},
+    ]
     (run / "examples.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     # k=1: a votes y (wrong), b votes z (right); k=2: a tie -> the earliest (y), b tie -> z; k=3: a x, b q
     assert studies.k_curve(run, "hotpotqa", "cot_sc") == [0.5, 0.5, 0.5]
@@ -105,8 +127,15 @@ def test_accuracy_at_k_follows_the_stored_samples(tmp_path: Path) -> None:
 def test_experiment_runs_the_paper_table_and_ends_with_the_combined_table(tmp_path: Path) -> None:
     script = tmp_path / "universal.json"
     script.write_text(json.dumps(UNIVERSAL))
-    done = eval_py("experiment=paper_table1", "n=2", "model=scripted", f"model.script={script}",
-                   f"results_dir={tmp_path / 'r'}", "show=none", cwd=tmp_path)  # fmt: skip
+    done = eval_py(
+        "experiment=paper_table1",
+        "n=2",
+        "model=scripted",
+        f"model.script={script}",
+        f"results_dir={tmp_path / 'r'}",
+        "show=none",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "combined table of sweep" in done.stdout and "(14 runs;" in done.stdout
     table = done.stdout.split("combined table of sweep", 1)[1]
@@ -118,9 +147,18 @@ def test_experiment_runs_the_paper_table_and_ends_with_the_combined_table(tmp_pa
 def test_a_sweep_on_the_joblib_launcher(tmp_path: Path) -> None:
     script = tmp_path / "universal.json"
     script.write_text(json.dumps(UNIVERSAL))
-    done = eval_py("-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "mode=standard,cot", "n=2",
-                   "model=scripted", f"model.script={script}", f"results_dir={tmp_path / 'r'}", "show=none",
-                   cwd=tmp_path)  # fmt: skip
+    done = eval_py(
+        "-m",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        "mode=standard,cot",
+        "n=2",
+        "model=scripted",
+        f"model.script={script}",
+        f"results_dir={tmp_path / 'r'}",
+        "show=none",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert "(2 runs;" in done.stdout
     assert len(list((tmp_path / "r" / "hotpotqa").rglob("metrics.json"))) == 2
@@ -150,8 +188,9 @@ def test_the_notebooks_find_the_repos_results_when_opened_from_notebooks(three_r
     shutil.copytree(three_runs, repo / "results")
     for name in ("inspect_trajectories.ipynb", "compare_modes.ipynb"):
         nb = nbformat.read(REPO / "notebooks" / name, as_version=4)
-        client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(repo / "notebooks")}})  # fmt: skip
+        client = NotebookClient(
+            nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(repo / "notebooks")}}
+        )
         client.execute(env={k: v for k, v in os.environ.items() if not k.startswith("REACT_BENCH_RUN")})
         outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
         assert not [o for o in outputs if o.get("output_type") == "error"], name
@@ -166,8 +205,16 @@ def test_trajectory_html_escapes_every_text(tmp_path: Path) -> None:
     run = tmp_path / "hotpotqa" / "scripted" / "standard-text" / "x"
     script = tmp_path / "s.json"
     script.write_text(json.dumps([" <script>alert(1)</script>"]))
-    done = eval_py("mode=standard", "n=1", "model=scripted", f"model.script={script}", f"results_dir={tmp_path}",
-                   "run_id=x", "show=none", cwd=tmp_path)  # fmt: skip
+    done = eval_py(
+        "mode=standard",
+        "n=1",
+        "model=scripted",
+        f"model.script={script}",
+        f"results_dir={tmp_path}",
+        "run_id=x",
+        "show=none",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     nb = nbformat.read(REPO / "notebooks" / "inspect_trajectories.ipynb", as_version=4)
     import os
@@ -200,19 +247,37 @@ def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_
 
     with MessagesServer(responder=respond) as server:
         done = subprocess.run(
-            [sys.executable, str(REPO / "scripts" / "eval.py"), "-m", "mode=react,act", "runner=text,tool_use",
-             "model=claude-sonnet-4-6", f"model.base_url={server.base_url}", f"model.api_key_env={KEY_ENV}", "n=3",
-             f"results_dir={tmp_path / 'r'}", "show=none", "progress=false"],
-            cwd=tmp_path, capture_output=True, text=True, timeout=600, env={**os.environ, KEY_ENV: "not-a-real-key"},
-        )  # fmt: skip
+            [
+                sys.executable,
+                str(REPO / "scripts" / "eval.py"),
+                "-m",
+                "mode=react,act",
+                "runner=text,tool_use",
+                "model=claude-sonnet-4-6",
+                f"model.base_url={server.base_url}",
+                f"model.api_key_env={KEY_ENV}",
+                "n=3",
+                f"results_dir={tmp_path / 'r'}",
+                "show=none",
+                "progress=false",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, KEY_ENV: "not-a-real-key"},
+        )
     assert done.returncode == 0, done.stderr
     (out,) = (tmp_path / "r" / "compare").iterdir()
     table = (out / "table1.md").read_text()
     rows = [[c.strip() for c in line.split("|")[1:4]] for line in table.splitlines() if line.startswith("| ")]
     shown = [r for r in rows if r[1] in ("text", "tool_use")]
-    assert sorted(map(tuple, shown)) == [("act", "text", "claude-sonnet-4-6"), ("act", "tool_use", "claude-sonnet-4-6"),
-                                         ("react", "text", "claude-sonnet-4-6"),
-                                         ("react", "tool_use", "claude-sonnet-4-6")]  # fmt: skip
+    assert sorted(map(tuple, shown)) == [
+        ("act", "text", "claude-sonnet-4-6"),
+        ("act", "tool_use", "claude-sonnet-4-6"),
+        ("react", "text", "claude-sonnet-4-6"),
+        ("react", "tool_use", "claude-sonnet-4-6"),
+    ]
     assert "not shown" not in table  # nothing dropped
     diff = (out / "diff.md").read_text()
     section = next(
@@ -235,11 +300,26 @@ def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Pa
             pytest.fail("CI needs Debian's chromium (.ci/run installs it)")
         pytest.skip("no chromium here (apt-get install chromium)")
     out = tmp_path / "study"
-    compare = subprocess.run([sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
+    compare = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert compare.returncode == 0, compare.stderr
-    shot = subprocess.run([sys.executable, str(REPO / "scripts" / "screenshot_report.py"), str(out), str(out / "s.png"),
-                           "--dom", str(out / "dom.html")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    shot = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "screenshot_report.py"),
+            str(out),
+            str(out / "s.png"),
+            "--dom",
+            str(out / "dom.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert shot.returncode == 0, shot.stderr
     dom = (out / "dom.html").read_text()
     assert dom.count('<details class="run">') == 3  # the browser parsed one section per run
@@ -260,11 +340,28 @@ def test_the_token_plot_is_a_grid_of_panels_titled_by_run(tmp_path: Path) -> Non
 
     run = tmp_path / "run"
     run.mkdir()
-    events = [{"type": "step_finished", "step": k, "usage": {"input_tokens": 100 * k, "cache_creation_input_tokens": 0,
-               "cache_read_input_tokens": 0}} for k in (1, 2, 3)]  # fmt: skip
+    events = [
+        {
+            "type": "step_finished",
+            "step": k,
+            "usage": {"input_tokens": 100 * k, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        }
+        for k in (1, 2, 3)
+    ]
     (run / "examples.jsonl").write_text(json.dumps({"id": "a", "trajectory": [{"events": events}]}) + "\n")
-    runs = pd.DataFrame([{"task": "hotpotqa", "mode": "react", "runner": "text", "model": "m", "run_id": f"r{i}",
-                          "run_dir": str(run)} for i in range(7)])  # fmt: skip
+    runs = pd.DataFrame(
+        [
+            {
+                "task": "hotpotqa",
+                "mode": "react",
+                "runner": "text",
+                "model": "m",
+                "run_id": f"r{i}",
+                "run_dir": str(run),
+            }
+            for i in range(7)
+        ]
+    )
     studies.plot_tokens(runs, tmp_path / "t.png")
     width, height = Image.open(tmp_path / "t.png").size
     assert width < 1600 and height > 900  # 3 x 3 grid at 110 dpi, not 7 x 4 inches in a row

@@ -184,13 +184,41 @@ async def test_a_cot_answer_is_never_grounded(monkeypatch, tmp_path):
 def test_the_main_command_and_a_closed_book_baseline_with_the_local_model(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
     env = {**os.environ, "REACT_BENCH_CACHE": str(tmp_path / "cache")}
-    main = subprocess.run([sys.executable, "scripts/eval.py", "task=synthwiki", "task.size=200", "task.seed=3",
-                           f"results_dir={tmp_path}", "progress=false"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    main = subprocess.run(
+        [
+            sys.executable,
+            "scripts/eval.py",
+            "task=synthwiki",
+            "task.size=200",
+            "task.seed=3",
+            f"results_dir={tmp_path}",
+            "progress=false",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert main.returncode == 0, main.stderr
-    closed = subprocess.run([sys.executable, "scripts/eval.py", "task=synthwiki", "task.size=200", "task.seed=3",
-                             "mode=standard", "n=30", f"results_dir={tmp_path}", "progress=false"],
-                            cwd=REPO, env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    closed = subprocess.run(
+        [
+            sys.executable,
+            "scripts/eval.py",
+            "task=synthwiki",
+            "task.size=200",
+            "task.seed=3",
+            "mode=standard",
+            "n=30",
+            f"results_dir={tmp_path}",
+            "progress=false",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert closed.returncode == 0, closed.stderr
     run = next(tmp_path.rglob("standard-text/*/examples.jsonl"))
     records = [json.loads(line) for line in run.read_text().splitlines()]
@@ -207,10 +235,14 @@ async def test_every_mode_runs_on_both_synthwiki_tasks(task, mode, monkeypatch, 
     monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" x.\nAction 1: Finish[SUPPORTS]\nAnswer: SUPPORTS"] * 60))
-    config = RunConfig(task=TaskConfig(name=task, n=2, seed=3, size=SIZE),
-                       model={"provider": "scripted", "script": str(script)},
-                       solve=SolveSettings(mode=mode, cot_sc_samples=3), results_dir=tmp_path / "r", progress=False,
-                       protocol="custom")  # fmt: skip
+    config = RunConfig(
+        task=TaskConfig(name=task, n=2, seed=3, size=SIZE),
+        model={"provider": "scripted", "script": str(script)},
+        solve=SolveSettings(mode=mode, cot_sc_samples=3),
+        results_dir=tmp_path / "r",
+        progress=False,
+        protocol="custom",
+    )
     result = await evaluate(config, out=io.StringIO())
     assert result.metrics["n"] == 2 and result.metrics["errors"] == 0
     assert ("accuracy" if task == "synthwiki_claims" else "em") in result.metrics

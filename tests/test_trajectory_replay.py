@@ -63,8 +63,15 @@ def config(task: str, runner: str, tmp_path: Path, max_steps: int) -> RunConfig:
 
         env = WebShopConfig(products=300, goals=40)
     solve = SolveSettings(mode="react", runner=runner, loop=LoopConfig(max_steps=max_steps))  # type: ignore[arg-type]
-    return RunConfig(task=TaskConfig(name=task, n=1), model={"provider": "scripted", "label": "s"}, solve=solve,
-                     env=env, results_dir=tmp_path, progress=False, run_id=runner)  # fmt: skip
+    return RunConfig(
+        task=TaskConfig(name=task, n=1),
+        model={"provider": "scripted", "label": "s"},
+        solve=solve,
+        env=env,
+        results_dir=tmp_path,
+        progress=False,
+        run_id=runner,
+    )
 
 
 def first_example(cfg: RunConfig) -> Example:
@@ -126,26 +133,69 @@ async def test_the_first_observation_is_recorded_and_the_last_request_replays_ex
 
 def test_a_record_round_trips_and_a_version_1_line_upgrades() -> None:
     old = {  # a line as runs wrote it before the record was typed
-        "id": "dev-1", "question": "Q?", "gold": "A", "prediction": "A", "correct": True, "em": 1.0, "f1": 1.0,
-        "reward": None, "steps": 2, "reason": "answered", "route": "react", "backoff": False, "error": None,
-        "usage": {"input_tokens": 10, "output_tokens": 2, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0},
-        "calls": 2, "bad_calls": 0, "repairs": {}, "replaced_chars": 0, "samples": [], "vote": None,
+        "id": "dev-1",
+        "question": "Q?",
+        "gold": "A",
+        "prediction": "A",
+        "correct": True,
+        "em": 1.0,
+        "f1": 1.0,
+        "reward": None,
+        "steps": 2,
+        "reason": "answered",
+        "route": "react",
+        "backoff": False,
+        "error": None,
+        "usage": {
+            "input_tokens": 10,
+            "output_tokens": 2,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+        },
+        "calls": 2,
+        "bad_calls": 0,
+        "repairs": {},
+        "replaced_chars": 0,
+        "samples": [],
+        "vote": None,
         "metadata": {"type": "bridge"},
-        "trajectory": [{"route": "react", "history": [], "events": [
-            {"step": 1, "call_id": "step-1", "name": "search", "arguments": {"entity": "A"}, "text": "search[A]",
-             "type": "tool_called"},
-            {"step": 1, "call_id": "step-1", "name": "search", "observation": "A is a letter.", "is_error": False,
-             "type": "tool_execution_finished"},
-            {"step": 1, "usage": {"input_tokens": 5, "output_tokens": 1}, "type": "step_finished"}]}],
+        "trajectory": [
+            {
+                "route": "react",
+                "history": [],
+                "events": [
+                    {
+                        "step": 1,
+                        "call_id": "step-1",
+                        "name": "search",
+                        "arguments": {"entity": "A"},
+                        "text": "search[A]",
+                        "type": "tool_called",
+                    },
+                    {
+                        "step": 1,
+                        "call_id": "step-1",
+                        "name": "search",
+                        "observation": "A is a letter.",
+                        "is_error": False,
+                        "type": "tool_execution_finished",
+                    },
+                    {"step": 1, "usage": {"input_tokens": 5, "output_tokens": 1}, "type": "step_finished"},
+                ],
+            }
+        ],
         "cost_usd": 0.01,
-    }  # fmt: skip
+    }
     record = ExampleRecord.from_dict(old)
     assert record.first_observation is None and record.wall_s is None and record.saved_usd == 0.0
     assert record.scores == {"em": 1.0, "f1": 1.0} and record.usage.input_tokens == 10
     (step,) = record.trajectory[0].steps()
     assert (step.number, step.actions[0].name, step.actions[0].observation, step.usage.input_tokens) == (
-        1, "search", "A is a letter.", 5)  # fmt: skip
+        1,
+        "search",
+        "A is a letter.",
+        5,
+    )
     upgraded = record.to_dict()
     assert upgraded["record_version"] == 2 and upgraded["trajectory"][0]["first_observation"] is None
     assert {k: v for k, v in upgraded.items() if k in old and k != "trajectory"} == {

@@ -32,9 +32,17 @@ async def test_show_trajectories_prints_each_step_before_the_example_is_written(
         written = examples.read_text() if examples is not None else ""
         if isinstance(event, ToolExecutionFinished) and event.step == 1:
             printed = out.getvalue()
-            order = [printed.find(s) for s in ("=== 5a8b57f255", "gold: 'yes'", "--- step 1",
-                                               "Thought 1: I should look up Gamma.", "search[Gamma] ... executing",
-                                               "Observation 1: ")]  # fmt: skip
+            order = [
+                printed.find(s)
+                for s in (
+                    "=== 5a8b57f255",
+                    "gold: 'yes'",
+                    "--- step 1",
+                    "Thought 1: I should look up Gamma.",
+                    "search[Gamma] ... executing",
+                    "Observation 1: ",
+                )
+            ]
             assert -1 not in order and order == sorted(order), printed
             assert example_id not in written  # shown live, before the example's line exists
             seen.append("observation")
@@ -75,11 +83,21 @@ def test_each_examples_lines_stay_together_when_examples_interleave() -> None:
     printer("a", RunProgress(1, 2, "a", "x", True, "answered"))
     printer("b", RunProgress(2, 2, "b", "z", False, "answered"))
     a_end = lines.index("=== answer 'x': RIGHT  [1/2]")
-    assert lines[: a_end + 1] == ["=== a: Question A?", "    gold: 'x'", "--- step 1",
-                                  "Action 1: search[A] ... executing", "Observation 1: about A",
-                                  "=== answer 'x': RIGHT  [1/2]"]  # fmt: skip
-    assert lines[a_end + 1 :] == ["=== b: Question B?", "    gold: 'y'", "--- step 1",
-                                  "Action 1: search[B] ... executing", "=== answer 'z': wrong  [2/2]"]  # fmt: skip
+    assert lines[: a_end + 1] == [
+        "=== a: Question A?",
+        "    gold: 'x'",
+        "--- step 1",
+        "Action 1: search[A] ... executing",
+        "Observation 1: about A",
+        "=== answer 'x': RIGHT  [1/2]",
+    ]
+    assert lines[a_end + 1 :] == [
+        "=== b: Question B?",
+        "    gold: 'y'",
+        "--- step 1",
+        "Action 1: search[B] ... executing",
+        "=== answer 'z': wrong  [2/2]",
+    ]
 
 
 def test_with_concurrency_every_line_names_its_example(tmp_path: Path) -> None:
@@ -94,8 +112,13 @@ def test_with_concurrency_every_line_names_its_example(tmp_path: Path) -> None:
     printer("ex-b", AssistantTextDelta(1, "other\n"))
     printer("ex-a", AssistantTextDelta(1, "ought\n"))
     printer("ex-a", RunProgress(1, 2, "ex-a", "x", True, "answered"))  # ex-b's lines follow ex-a's, whole
-    assert lines == ["[ex-a] --- step 1", "[ex-a] Thought 1: half a thought", "[ex-a] === answer 'x': RIGHT  [1/2]",
-                     "[ex-b] --- step 1", "[ex-b] Thought 1: other"]  # fmt: skip
+    assert lines == [
+        "[ex-a] --- step 1",
+        "[ex-a] Thought 1: half a thought",
+        "[ex-a] === answer 'x': RIGHT  [1/2]",
+        "[ex-b] --- step 1",
+        "[ex-b] Thought 1: other",
+    ]
 
 
 def test_the_console_has_no_http_or_dataset_chatter(tmp_path: Path) -> None:
@@ -103,10 +126,22 @@ def test_the_console_has_no_http_or_dataset_chatter(tmp_path: Path) -> None:
     env = {**os.environ, "REACT_BENCH_TEST_QUIET_KEY": "test-key-not-real", "HF_DATASETS_CACHE": str(tmp_path / "hf")}
     with MessagesServer(responder=Oracle(golds)) as server:
         result = subprocess.run(
-            [sys.executable, "scripts/eval.py", "model=claude-sonnet-4-6", f"model.base_url={server.base_url}",
-             "model.api_key_env=REACT_BENCH_TEST_QUIET_KEY", "n=2", f"results_dir={tmp_path}", "show=trajectories"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "scripts/eval.py",
+                "model=claude-sonnet-4-6",
+                f"model.base_url={server.base_url}",
+                "model.api_key_env=REACT_BENCH_TEST_QUIET_KEY",
+                "n=2",
+                f"results_dir={tmp_path}",
+                "show=trajectories",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     console = result.stdout + result.stderr
     assert result.returncode == 0, result.stderr
     assert "search[" in console.lower() and "=== answer" in console  # the run did talk: trajectories shown
@@ -119,10 +154,21 @@ def test_show_none_prints_only_the_results_line(tmp_path: Path) -> None:
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" yes"]))
     result = subprocess.run(
-        [sys.executable, "scripts/eval.py", "mode=standard", "model=scripted", f"model.script={script}", "n=1",
-         f"results_dir={tmp_path}", "show=none"],
-        cwd=REPO, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "scripts/eval.py",
+            "mode=standard",
+            "model=scripted",
+            f"model.script={script}",
+            "n=1",
+            f"results_dir={tmp_path}",
+            "show=none",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert [line for line in result.stdout.splitlines() if line.strip()] == [
         line for line in result.stdout.splitlines() if line.startswith("results: ")
@@ -137,12 +183,18 @@ async def _tool_use_run(tmp_path: Path) -> Path:
     from react_bench.types import TextBlock, ThinkingBlock, ToolUseBlock
 
     script = [
-        Reply((ThinkingBlock("Two searches.", ""), TextBlock("Looking."),
-               ToolUseBlock("", "search", {"entity": "Scott Derrickson"}), ToolUseBlock("", "teleport", {}))),
+        Reply(
+            (
+                ThinkingBlock("Two searches.", ""),
+                TextBlock("Looking."),
+                ToolUseBlock("", "search", {"entity": "Scott Derrickson"}),
+                ToolUseBlock("", "teleport", {}),
+            )
+        ),
         Reply((TextBlock("Answer: <script>alert(1)</script> yes"),)),
         Reply((ToolUseBlock("", "finish", {"answer": "no"}),)),
         Fault(400, "invalid_request_error", "a non-retryable failure"),
-    ]  # fmt: skip
+    ]
     os.environ["REACT_BENCH_TEST_EXPORT_KEY"] = "test-key-not-real"
     with MessagesServer(script) as server:
         config = RunConfig(
@@ -209,8 +261,13 @@ async def test_show_summary_names_the_step_in_progress_before_the_example_is_wri
         if isinstance(event, ToolExecutionFinished) and event.step == 2:
             seen.append(out.getvalue())
 
-    config = RunConfig(task=TaskConfig(name="hotpotqa", n=1), model={"provider": "scripted", "script": str(script)},
-                       solve=SolveSettings(mode="react"), results_dir=tmp_path, show="summary")  # fmt: skip
+    config = RunConfig(
+        task=TaskConfig(name="hotpotqa", n=1),
+        model={"provider": "scripted", "script": str(script)},
+        solve=SolveSettings(mode="react"),
+        results_dir=tmp_path,
+        show="summary",
+    )
     await evaluate(config, out=out, on_event=check)
     assert seen and "step 1" in seen[0] and "step 2" in seen[0] and "0/1" in seen[0]  # shown before 1/1
 

@@ -106,15 +106,29 @@ def test_the_done_page_gives_the_score() -> None:
 
 # --------------------------------------------------------------------------- the reward
 
-MUG = Product("B0MUG00001", "Acme Coffee Mug - Dishwasher Safe, Bpa Free", "kitchen", "coffee mug", 12.99,
-              ("dishwasher safe", "bpa free"), {"color": ("red", "blue"), "size": ("12 oz", "16 oz")},
-              "A mug that keeps coffee hot.", ("Microwave safe: made for everyday use.",))  # fmt: skip
+MUG = Product(
+    "B0MUG00001",
+    "Acme Coffee Mug - Dishwasher Safe, Bpa Free",
+    "kitchen",
+    "coffee mug",
+    12.99,
+    ("dishwasher safe", "bpa free"),
+    {"color": ("red", "blue"), "size": ("12 oz", "16 oz")},
+    "A mug that keeps coffee hot.",
+    ("Microwave safe: made for everyday use.",),
+)
 
 
 def goal(**changes: Any) -> Goal:
-    base = {"session": "fixed_0", "asin": MUG.asin, "product_type": "coffee mug", "category": "kitchen",
-            "attributes": ("dishwasher safe", "microwave safe"), "options": {"color": "red", "size": "16 oz"},
-            "price_upper": 20.0}  # fmt: skip
+    base = {
+        "session": "fixed_0",
+        "asin": MUG.asin,
+        "product_type": "coffee mug",
+        "category": "kitchen",
+        "attributes": ("dishwasher safe", "microwave safe"),
+        "options": {"color": "red", "size": "16 oz"},
+        "price_upper": 20.0,
+    }
     return Goal(**{**base, **changes})
 
 
@@ -169,9 +183,15 @@ def as_tool_turns(actions: list[str]) -> list[ModelResponse]:
 
 
 def run_config(tmp_path: Path, runner: str, env: WebShopConfig = SMALL, **task: Any) -> RunConfig:
-    return RunConfig(task=TaskConfig(name="webshop", **task), model={"provider": "scripted", "label": "shopper"},
-                     solve=SolveSettings(mode="react", runner=runner), env=env, results_dir=tmp_path,
-                     progress=False, run_id=runner)  # fmt: skip
+    return RunConfig(
+        task=TaskConfig(name="webshop", **task),
+        model={"provider": "scripted", "label": "shopper"},
+        solve=SolveSettings(mode="react", runner=runner),
+        env=env,
+        results_dir=tmp_path,
+        progress=False,
+        run_id=runner,
+    )
 
 
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
@@ -225,17 +245,21 @@ async def test_actions_the_page_does_not_offer_are_invalid(small: Catalog) -> No
     g = small.goals[1]
     with WebShopServer(small) as server:
         factory = WebShopFactory(server.url)
-        obs = await _episode(factory, g.session, [
-            "click[Buy Now]",  # nothing to buy on the instruction page
-            "dance[now]",  # not an action
-            f"search[{goal_query(g)}]",
-            f"search[{goal_query(g)}]",  # search only from the instruction page
-            "click[B0NOSUCH00]",  # not a result
-            "click[Next >]",  # the notebook allowed the first page only
-            "think[let me see]",
-            f"click[{g.asin}]",
-            "click[no such option]",
-        ])  # fmt: skip
+        obs = await _episode(
+            factory,
+            g.session,
+            [
+                "click[Buy Now]",  # nothing to buy on the instruction page
+                "dance[now]",  # not an action
+                f"search[{goal_query(g)}]",
+                f"search[{goal_query(g)}]",  # search only from the instruction page
+                "click[B0NOSUCH00]",  # not a result
+                "click[Next >]",  # the notebook allowed the first page only
+                "think[let me see]",
+                f"click[{g.asin}]",
+                "click[no such option]",
+            ],
+        )
         factory.close()
     texts = [o.text for o in obs]
     assert texts[1:3] == [INVALID, INVALID] and texts[4:7] == [INVALID, INVALID, INVALID]
@@ -286,8 +310,10 @@ async def test_a_page_the_server_cannot_have_meant_is_an_error_that_reruns(
         assert [r["reason"] for r in rows] == ["error"] * len(chosen), [(r["reason"], r["error"]) for r in rows]
         assert all("WebShop server sent" in r["error"] for r in rows), [r["error"] for r in rows]
         broken["on"] = False
-        again = await evaluate(replace(cfg, resume=True, retry_errors=True),
-                               model=scripted([f" {a}" for g in chosen for a in oracle_actions(g)]))  # fmt: skip
+        again = await evaluate(
+            replace(cfg, resume=True, retry_errors=True),
+            model=scripted([f" {a}" for g in chosen for a in oracle_actions(g)]),
+        )
     assert [r["reward"] for r in records(again.run_dir)] == [1.0] * len(chosen) and again.metrics["errors"] == 0
 
 
@@ -324,15 +350,22 @@ async def test_a_server_that_is_down_is_one_clear_error(scripted: Any, small: Ca
     with WebShopServer(small) as server:
         url = server.url
     with pytest.raises(DataError, match="cannot be reached"):  # the sessions' instructions are read first
-        await evaluate(replace(run_config(tmp_path, "text", replace(SMALL, url=url, timeout_s=2)), run_id="down"),
-                       model=scripted([]))  # fmt: skip
+        await evaluate(
+            replace(run_config(tmp_path, "text", replace(SMALL, url=url, timeout_s=2)), run_id="down"),
+            model=scripted([]),
+        )
     assert not (tmp_path / "webshop").exists()  # nothing written
     # an episode whose server goes away: the example ends with reason error (re-runnable)
     from react_bench.modes import Solver
 
     task = WebShopTask()
-    solver = Solver(SolveSettings(mode="react"), scripted([]), {"react": task.prompt("react", None, None, None)},
-                    WebShopFactory(url, timeout_s=2), task.text_format())  # fmt: skip
+    solver = Solver(
+        SolveSettings(mode="react"),
+        scripted([]),
+        {"react": task.prompt("react", None, None, None)},
+        WebShopFactory(url, timeout_s=2),
+        task.text_format(),
+    )
     outcome = await solver.solve(Example("fixed_0", "", ""))
     assert outcome.reason == "error" and "cannot be reached" in (outcome.error or "")
 
@@ -341,17 +374,35 @@ def test_eval_py_runs_webshop_offline_and_against_the_standalone_server(tmp_path
     catalog = Catalog.generate(SMALL.seed, SMALL.products, SMALL.goals)
     script = tmp_path / "script.json"
     script.write_text(json.dumps([f" {a}" for g in catalog.goals[:2] for a in oracle_actions(g)]))
-    common = ["task=webshop", "n=2", f"results_dir={tmp_path}", "model=scripted", f"model.script={script}",
-              f"webshop.products={SMALL.products}", f"webshop.goals={SMALL.goals}"]  # fmt: skip
+    common = [
+        "task=webshop",
+        "n=2",
+        f"results_dir={tmp_path}",
+        "model=scripted",
+        f"model.script={script}",
+        f"webshop.products={SMALL.products}",
+        f"webshop.goals={SMALL.goals}",
+    ]
     offline = eval_py(*common, "run_id=offline")
     assert offline.returncode == 0, offline.stderr
     in_process = records(run_dir_of(offline.stdout))
     assert [r["reward"] for r in in_process] == [1.0, 1.0] and "WebShop score" not in offline.stderr
     server = subprocess.Popen(
-        [sys.executable, str(REPO / "scripts" / "webshop_server.py"), "--port", "0", "--seed", "0",
-         "--products", str(SMALL.products), "--goals", str(SMALL.goals)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "scripts" / "webshop_server.py"),
+            "--port",
+            "0",
+            "--seed",
+            "0",
+            "--products",
+            str(SMALL.products),
+            "--goals",
+            str(SMALL.goals),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert server.stdout is not None
         first = server.stdout.readline().split()

@@ -105,8 +105,11 @@ async def test_the_walker_takes_seven_real_steps_through_either_runner(tmp_path,
     assert result.metrics["n"] == n and result.metrics["em"]["mean"] == 1.0
     assert result.metrics["mean_steps"] == 7 and model.calls == 7 * n
     record = read_records(result.run_dir)[0]
-    observations = [e["observation"] for e in record["trajectory"][0]["events"] if e["type"].endswith("finished")
-                    and "observation" in e]  # fmt: skip
+    observations = [
+        e["observation"]
+        for e in record["trajectory"][0]["events"]
+        if e["type"].endswith("finished") and "observation" in e
+    ]
     assert not observations[0].startswith("Could not find")  # step 1 found a supporting page
     assert len(observations) == 7
 
@@ -216,9 +219,15 @@ def test_task_records_are_read_from_disk_on_the_next_run(tmp_path, monkeypatch):
 def test_the_server_holds_each_reply_for_its_latency():
     with MessagesServer(responder=WalkResponder(Walk(steps=1)), latency_s=0.3) as server:
         started = time.monotonic()
-        reply = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json={
-            "model": "claude-sonnet-4-6", "max_tokens": 20,
-            "messages": [{"role": "user", "content": "Question: q\nBegin your reply with `Thought 1:`"}]})  # fmt: skip
+        reply = httpx2.post(
+            f"{server.base_url}/v1/messages",
+            headers={"x-api-key": "k"},
+            json={
+                "model": "claude-sonnet-4-6",
+                "max_tokens": 20,
+                "messages": [{"role": "user", "content": "Question: q\nBegin your reply with `Thought 1:`"}],
+            },
+        )
         elapsed = time.monotonic() - started
     assert reply.status_code == 200 and "Finish[unknown]" in reply.json()["content"][0]["text"]
     assert 0.3 <= elapsed < 2.0
@@ -230,8 +239,9 @@ def test_the_rate_limit_answers_429_as_the_api_does_and_refills():
     now = [1000.0]  # the bucket's own clock: however slow the machine, no time passes unless the test says so
     with MessagesServer(responder=WalkResponder(Walk(steps=1))) as server:
         server.limiter = RequestLimiter(120, clock=lambda: now[0])  # 2 per second
-        statuses = [httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
-                    for _ in range(3)]  # fmt: skip
+        statuses = [
+            httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body) for _ in range(3)
+        ]
         now[0] += 0.6  # half a second refills one request
         after = httpx2.post(f"{server.base_url}/v1/messages", headers={"x-api-key": "k"}, json=body)
     assert [r.status_code for r in statuses] == [200, 200, 429]

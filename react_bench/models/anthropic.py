@@ -98,9 +98,16 @@ _CACHE = {"type": "ephemeral"}
 
 # What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
 # Content-Encoding that lies), and what an unchecked None field raises in the mapping.
-_PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError,
-                 anthropic.APIResponseValidationError,
-                 httpx2.DecodingError)  # fmt: skip
+_PARSE_ERRORS = (
+    ValueError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    RecursionError,
+    anthropic.APIResponseValidationError,
+    httpx2.DecodingError,
+)
 _CACHEABLE = frozenset({"text", "tool_use", "tool_result"})
 
 
@@ -591,11 +598,20 @@ _KNOWN_DELTAS = frozenset({"text_delta", "thinking_delta", "signature_delta", "i
 # Block types handled by _block_start: ours, and the server-tool ones it refuses by name.
 _KNOWN_BLOCKS = frozenset(
     {
-        "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use", "web_search_tool_result",
-        "web_fetch_tool_result", "code_execution_tool_result", "bash_code_execution_tool_result",
-        "text_editor_code_execution_tool_result", "tool_search_tool_result", "container_upload",
+        "text",
+        "thinking",
+        "redacted_thinking",
+        "tool_use",
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "container_upload",
     }
-)  # fmt: skip
+)
 
 
 class StreamMapper:

@@ -103,8 +103,11 @@ class CachedModel(ModelLayer):
             count("cache_write_failures")
             if not self._warned:
                 self._warned = True
-                print(f"warning: the request cache could not be written ({exc}); responses are used, not stored "
-                      f"(cache=false skips the cache)", file=sys.stderr)  # fmt: skip
+                print(
+                    f"warning: the request cache could not be written ({exc}); responses are used, not stored "
+                    f"(cache=false skips the cache)",
+                    file=sys.stderr,
+                )
         for item in items:
             yield item
 

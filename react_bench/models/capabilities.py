@@ -198,10 +198,16 @@ def model_info(model_id: str, *, allow_unknown: bool = False) -> ClaudeModel:
 # Haiku 3.5: 2048. Later models are not in the documents we have: each takes its family's
 # latest documented value (Opus, Haiku, Fable, Mythos: 4096; Sonnet: 2048).
 _MIN_CACHE_TOKENS = {
-    "claude-sonnet-4-5": 1024, "claude-opus-4-1": 1024, "claude-opus-4-0": 1024, "claude-sonnet-4-0": 1024,
-    "claude-3-7-sonnet-latest": 1024, "claude-3-5-haiku-latest": 2048, "claude-sonnet-4-6": 2048,
-    "claude-sonnet-5": 2048, "claude-sonnet-5-5": 2048,
-}  # fmt: skip
+    "claude-sonnet-4-5": 1024,
+    "claude-opus-4-1": 1024,
+    "claude-opus-4-0": 1024,
+    "claude-sonnet-4-0": 1024,
+    "claude-3-7-sonnet-latest": 1024,
+    "claude-3-5-haiku-latest": 2048,
+    "claude-sonnet-4-6": 2048,
+    "claude-sonnet-5": 2048,
+    "claude-sonnet-5-5": 2048,
+}
 
 
 def min_cache_tokens(model_id: str) -> int:

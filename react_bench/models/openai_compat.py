@@ -73,11 +73,17 @@ from react_bench.types import (
     Usage,
 )
 
-_FINISH = {"length": StopReason.MAX_TOKENS, "tool_calls": StopReason.TOOL_USE, "function_call": StopReason.TOOL_USE,
-           "content_filter": StopReason.REFUSAL, "stop": StopReason.END_TURN,
-           # other servers' names for a natural end (TGI, older vLLM)
-           "eos": StopReason.END_TURN, "eos_token": StopReason.END_TURN,
-           "stop_sequence": StopReason.STOP_SEQUENCE}  # fmt: skip
+_FINISH = {
+    "length": StopReason.MAX_TOKENS,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "content_filter": StopReason.REFUSAL,
+    "stop": StopReason.END_TURN,
+    # other servers' names for a natural end (TGI, older vLLM)
+    "eos": StopReason.END_TURN,
+    "eos_token": StopReason.END_TURN,
+    "stop_sequence": StopReason.STOP_SEQUENCE,
+}
 _FAILED = frozenset({"abort", "error"})  # vLLM's finish reasons for a generation that failed: retried
 # What the SDK raises on bytes it cannot read (json, utf-8, nesting too deep) and a wrongly typed field.
 _PARSE_ERRORS = (ValueError, TypeError, AttributeError, KeyError, IndexError, RecursionError)
@@ -198,9 +204,12 @@ class OpenAICompatClient:
             ) from exc
         except openai.APIStatusError as exc:
             status = exc.status_code
-            raise ModelError(f"{self.name}: HTTP {status}: {exc.message}", status=status,
-                             retryable=status in (408, 409, 429) or status >= 500,
-                             retry_after=retry_after_s(exc.response.headers)) from exc  # fmt: skip
+            raise ModelError(
+                f"{self.name}: HTTP {status}: {exc.message}",
+                status=status,
+                retryable=status in (408, 409, 429) or status >= 500,
+                retry_after=retry_after_s(exc.response.headers),
+            ) from exc
         except openai.APIConnectionError as exc:
             raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
         except openai.APIError as exc:  # an {"error": ...} object inside a 200 stream (vLLM, llama.cpp)
@@ -212,8 +221,11 @@ class OpenAICompatClient:
             deadline.cancel()
         if mapper.extra_choices and not self._warned_choices:
             self._warned_choices = True
-            print(f"warning: {self.endpoint} streamed more than one choice (n>1, or a proxy that fans out): "
-                  "only choice 0 is read", file=sys.stderr)  # fmt: skip
+            print(
+                f"warning: {self.endpoint} streamed more than one choice (n>1, or a proxy that fans out): "
+                "only choice 0 is read",
+                file=sys.stderr,
+            )
         for event in mapper.finish():
             yield event
 
@@ -239,8 +251,13 @@ def _convert(message: Message) -> list[dict[str, Any]]:
             case TextBlock(text=text):
                 texts.append(text)
             case ToolUseBlock(id=id_, name=name, input=arguments):
-                calls.append({"id": id_, "type": "function",
-                              "function": {"name": name, "arguments": json.dumps(dict(arguments))}})  # fmt: skip
+                calls.append(
+                    {
+                        "id": id_,
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(dict(arguments))},
+                    }
+                )
             case ToolResultBlock(tool_use_id=id_, content=content, is_error=is_error):
                 results.append(
                     {"role": "tool", "tool_call_id": id_, "content": f"ERROR: {content}" if is_error else content}
@@ -371,8 +388,9 @@ class StreamMapper:
         """The closing events; a stream that carried no chunk, or ended before a ``finish_reason``
         (and before a stop of ours), is a ``MalformedResponse``: nothing a server meant."""
         if not self._started:
-            raise MalformedResponse("the response carried no completion chunk (an empty body, a page, or JSON "
-                                    "where a stream was asked)")  # fmt: skip
+            raise MalformedResponse(
+                "the response carried no completion chunk (an empty body, a page, or JSON where a stream was asked)"
+            )
         if self._finish is None and not self.stopped:
             raise MalformedResponse("the stream ended without a finish_reason")
         if self._finish in _FAILED:

@@ -61,8 +61,14 @@ TABLE3 = {
     "ReAct (best of 6)": (92, 58, 96, 86, 78, 41, 71),
     "BUTLER (best of 8)": (46, 39, 74, 100, 22, 24, 37),
 }
-TABLE3_COLUMNS = ("pick_and_place_simple", "pick_clean_then_place_in_recep", "pick_heat_then_place_in_recep",
-                  "pick_cool_then_place_in_recep", "look_at_obj_in_light", "pick_two_obj_and_place")  # fmt: skip
+TABLE3_COLUMNS = (
+    "pick_and_place_simple",
+    "pick_clean_then_place_in_recep",
+    "pick_heat_then_place_in_recep",
+    "pick_cool_then_place_in_recep",
+    "look_at_obj_in_light",
+    "pick_two_obj_and_place",
+)
 
 
 @dataclass(frozen=True)
@@ -116,8 +122,10 @@ def generated_split(env: AlfworldConfig, split: str) -> Path:
     for game in games(building / split):
         task_type = json.loads((game / "traj_data.json").read_text())["task_type"]
         lengths.setdefault(task_type, []).append(len(json.loads((game / "game.tw-pddl").read_text())["walkthrough"]))
-    summary = {t: {"games": len(v), "plan_min": min(v), "plan_mean": round(sum(v) / len(v), 1), "plan_max": max(v)}
-               for t, v in sorted(lengths.items())}  # fmt: skip
+    summary = {
+        t: {"games": len(v), "plan_min": min(v), "plan_mean": round(sum(v) / len(v), 1), "plan_max": max(v)}
+        for t, v in sorted(lengths.items())
+    }
     (building / split / "summary.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     (building / split / ".complete").write_text("", encoding="utf-8")
     try:
@@ -212,11 +220,15 @@ class AlfworldTask:
             for folder in (root / "json_2.1.1" / env.split, root / env.split, root):
                 if folder.is_dir() and folder.name == env.split:
                     return folder
-            raise DataError(f"alfworld: no {env.split} games under {root} (expected {root}/json_2.1.1/{env.split}); "
-                            "unset data_dir and $ALFWORLD_DATA for the generated games")  # fmt: skip
+            raise DataError(
+                f"alfworld: no {env.split} games under {root} (expected {root}/json_2.1.1/{env.split}); "
+                "unset data_dir and $ALFWORLD_DATA for the generated games"
+            )
         if env.split == "valid_seen":
-            raise ConfigError("alfworld.split=valid_seen needs the official data (data_dir=); the generated "
-                              "games have valid_unseen and train")  # fmt: skip
+            raise ConfigError(
+                "alfworld.split=valid_seen needs the official data (data_dir=); the generated "
+                "games have valid_unseen and train"
+            )
         return generated_split(env, env.split)
 
     def examples(self, config: TaskConfig, env_config: AlfworldConfig | None = None) -> list[Example]:
@@ -237,12 +249,23 @@ class AlfworldTask:
             traj, played = checked
             if traj["task_type"] not in KINDS or not played.get("solvable"):
                 continue
-            examples.append(Example(str(game.relative_to(folder)), _description(played), "",
-                                    {"task_type": traj["task_type"], "gamefile": str(gamefile.resolve()),
-                                     "scene": (traj.get("scene") or {}).get("scene_num")}))  # fmt: skip
+            examples.append(
+                Example(
+                    str(game.relative_to(folder)),
+                    _description(played),
+                    "",
+                    {
+                        "task_type": traj["task_type"],
+                        "gamefile": str(gamefile.resolve()),
+                        "scene": (traj.get("scene") or {}).get("scene_num"),
+                    },
+                )
+            )
         if bad and not env.skip_bad_games:
-            raise DataError(f"alfworld: {len(bad)} game(s) cannot be read; the first: {bad[0]} "
-                            "(alfworld.skip_bad_games=true runs without them)")  # fmt: skip
+            raise DataError(
+                f"alfworld: {len(bad)} game(s) cannot be read; the first: {bad[0]} "
+                "(alfworld.skip_bad_games=true runs without them)"
+            )
         if not examples:
             raise DataError(f"alfworld: no playable games under {folder}")
         chosen, coverage = select(Pool.of(str(folder), examples), replace(config, split="all"))
@@ -258,8 +281,14 @@ class AlfworldTask:
     def text_format(self) -> LineFormat:
         return alfworld_format()
 
-    def prompt(self, style: str, file: str | None, key: str | None, instruction: str | None,
-               pair: tuple[int, int] | None = None) -> PromptSpec:  # fmt: skip
+    def prompt(
+        self,
+        style: str,
+        file: str | None,
+        key: str | None,
+        instruction: str | None,
+        pair: tuple[int, int] | None = None,
+    ) -> PromptSpec:
         first, second = pair if pair is not None else (1, 0)
         prefix = key or ("act" if style in ("act", "tool_use_act") else "react")
         if file is not None:

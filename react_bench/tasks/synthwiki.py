@@ -43,11 +43,15 @@ class SynthWikiTask(WikiTask):
             raise ConfigError(f"task={self.info.name} has no paper500 split: use split=offline (its test questions)")
         folder = self.folder(config)
         examples = [
-            Example(q["id"], q["question"], q["answer"],
-                    {"type": q["type"], "supporting_titles": q["supporting_titles"], "path": q["path"]})
+            Example(
+                q["id"],
+                q["question"],
+                q["answer"],
+                {"type": q["type"], "supporting_titles": q["supporting_titles"], "path": q["path"]},
+            )
             for q in read_questions(folder)
             if q["split"] == "test" and q["type"] in self.kinds
-        ]  # fmt: skip
+        ]
         chosen, self.coverage = select(Pool.of(str(folder / "questions.jsonl"), examples), config)
         return chosen
 

@@ -23,10 +23,24 @@ from react_bench.tasks.base import Coverage, TaskConfig, TaskInfo
 # Table 1 of the paper (PaLM-540B), HotpotQA EM and FEVER accuracy, in percent; GPT-3
 # (text-davinci-002) ReAct with the official code (DESIGN 5).
 PAPER_TABLE1 = "Yao et al. (2022), Table 1 (PaLM-540B); GPT-3: text-davinci-002 ReAct, the official code"
-PALM_HOTPOTQA = {"standard": 28.7, "cot": 29.4, "cot_sc": 33.4, "act": 25.7, "react": 27.4,
-                 "cot_sc_react": 34.2, "react_cot_sc": 35.1}  # fmt: skip
-PALM_FEVER = {"standard": 57.1, "cot": 56.3, "cot_sc": 60.4, "act": 58.9, "react": 60.9,
-              "cot_sc_react": 64.6, "react_cot_sc": 62.0}  # fmt: skip
+PALM_HOTPOTQA = {
+    "standard": 28.7,
+    "cot": 29.4,
+    "cot_sc": 33.4,
+    "act": 25.7,
+    "react": 27.4,
+    "cot_sc_react": 34.2,
+    "react_cot_sc": 35.1,
+}
+PALM_FEVER = {
+    "standard": 57.1,
+    "cot": 56.3,
+    "cot_sc": 60.4,
+    "act": 58.9,
+    "react": 60.9,
+    "cot_sc_react": 64.6,
+    "react_cot_sc": 62.0,
+}
 
 
 class WikiTask(OneGroupPrompts):
@@ -70,9 +84,11 @@ class WikiTask(OneGroupPrompts):
             self.coverage = kept
         built_for = {e.question.strip() for e in offline}
         covered = sum(1 for e in examples if e.question.strip() in built_for)
-        return [f"split={config.split} on the offline wiki: {covered} of {len(examples)} questions "
-                f"({100 * covered / len(examples):.0f}%) are among the offline questions whose pages it holds; the "
-                "others will mostly find nothing (wiki=live reads Wikipedia)"]  # fmt: skip
+        return [
+            f"split={config.split} on the offline wiki: {covered} of {len(examples)} questions "
+            f"({100 * covered / len(examples):.0f}%) are among the offline questions whose pages it holds; the "
+            "others will mostly find nothing (wiki=live reads Wikipedia)"
+        ]
 
     def environment(self, config: TaskConfig, env_config: WikiConfig) -> WikiEnvFactory:
         return make_env_factory(env_config, local_wiki=lambda: self.local_wiki(config))

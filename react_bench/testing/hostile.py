@@ -115,8 +115,16 @@ def _non_utf8_delta(items: list[Item]) -> list[Item]:
 
 _NOT_JSON = b"event: content_block_delta\ndata: {not json\n\n"
 _TOO_DEEP = b"event: content_block_delta\ndata: " + b"[" * 100_000 + b"]" * 100_000 + b"\n\n"
-_COUNTS: dict[str, Any] = {"negative": -5, "10^15": 10**15, "41 digits": 10**40, "fractional": 1.5, "null": None,
-                           "a word": "twelve", "the string 1e40": "1e40", "an object": {"n": 1}}  # fmt: skip
+_COUNTS: dict[str, Any] = {
+    "negative": -5,
+    "10^15": 10**15,
+    "41 digits": 10**40,
+    "fractional": 1.5,
+    "null": None,
+    "a word": "twelve",
+    "the string 1e40": "1e40",
+    "an object": {"n": 1},
+}
 
 SHAPES: tuple[Shape, ...] = (
     Shape("a data line that is not JSON, before message_stop", _insert_after("message_start", _NOT_JSON)),
@@ -127,7 +135,7 @@ SHAPES: tuple[Shape, ...] = (
         "raw bytes that are not UTF-8 after message_stop",
         _insert_after("message_stop", b"\xff\xfe\xfd\n\n"),
         "answered",
-    ),  # fmt: skip
+    ),
     Shape("message null", _edit("message_start", _set(("message",), None))),
     Shape("message.usage null", _edit("message_start", _set(("message", "usage"), None))),
     Shape("message.id null", _edit("message_start", _set(("message", "id"), None))),
@@ -142,7 +150,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "no usage at all",
         _both(_edit("message_start", _drop(("message", "usage"))), _edit("message_delta", _drop(("usage",)))),
-    ),  # fmt: skip
+    ),
     *(
         Shape(f"output_tokens {label}", _edit("message_delta", _set(("usage", "output_tokens"), value)))
         for label, value in _COUNTS.items()
@@ -154,7 +162,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "cache_read_input_tokens negative",
         _edit("message_start", _set(("message", "usage", "cache_read_input_tokens"), -1)),
-    ),  # fmt: skip
+    ),
     Shape("Content-Encoding: gzip on a plain body", lambda items: items, headers={"content-encoding": "gzip"}),
     Shape("Content-Encoding: deflate on a plain body", lambda items: items, headers={"content-encoding": "deflate"}),
     Shape("a second complete message after message_stop", _twice, "answered"),

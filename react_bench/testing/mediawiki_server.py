@@ -188,8 +188,11 @@ class MediaWikiStandIn:
     # --- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> MediaWikiStandIn:
-        routes = [Route("/w/api.php", self._handle), Route("/w/index.php", self._index),
-                  Route("/wiki/{title:path}", self._article)]  # fmt: skip
+        routes = [
+            Route("/w/api.php", self._handle),
+            Route("/w/index.php", self._index),
+            Route("/wiki/{title:path}", self._article),
+        ]
         app = Starlette(routes=routes)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -87,8 +87,14 @@ def claude_model_config(
     """A run's model config (``RunConfig.model``) for a Claude model answered by the server at
     ``base_url``: the key is read from ``key_env`` (any value; the server only checks that one
     is sent), and no retries unless ``settings`` say otherwise."""
-    return {"provider": "anthropic", "name": name, "api_key_env": key_env, "base_url": base_url, "max_retries": 0,
-            **settings}  # fmt: skip
+    return {
+        "provider": "anthropic",
+        "name": name,
+        "api_key_env": key_env,
+        "base_url": base_url,
+        "max_retries": 0,
+        **settings,
+    }
 
 
 @dataclass

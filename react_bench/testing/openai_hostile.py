@@ -93,8 +93,13 @@ def _cut_mid_action(chunks: list[dict[str, Any]]) -> Spec:
 
 _ERROR = {"error": {"message": "the generation failed", "type": "server_error", "code": 500}}
 _HTML = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
-_PLAIN = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
-          "choices": [{"index": 0, "text": "Paris", "finish_reason": "stop"}]}  # fmt: skip
+_PLAIN = {
+    "id": "cmpl-1",
+    "object": "text_completion",
+    "created": 1,
+    "model": "m",
+    "choices": [{"index": 0, "text": "Paris", "finish_reason": "stop"}],
+}
 
 SHAPES: tuple[Shape, ...] = (
     Shape("a data line that is not JSON", _insert(1, "not json {")),
@@ -125,7 +130,7 @@ SHAPES: tuple[Shape, ...] = (
         lambda chunks: Raw(
             json.dumps(_ERROR).encode(), status=429, content_type="application/json", headers=(("retry-after", "0.01"),)
         ),
-    ),  # fmt: skip
+    ),
     Shape("finish_reason abort", _edit_choice(_finish_at, finish_reason="abort")),
     Shape("a second choice", _second_choice, "answered"),
     # the SDK reads the string "30" as 30, as the Anthropic SDK does: taken as it read it

@@ -145,8 +145,15 @@ class OpenAIServer:
 
 def model_config(base_url: str, **settings: Any) -> dict[str, Any]:
     """A run's model config (``RunConfig.model``) for the server at ``base_url``: no key, fast retries."""
-    return {"provider": "openai", "name": "m", "base_url": base_url, "key_env": None, "max_retries": 2,
-            "retry_backoff_s": 0.001, **settings}  # fmt: skip
+    return {
+        "provider": "openai",
+        "name": "m",
+        "base_url": base_url,
+        "key_env": None,
+        "max_retries": 2,
+        "retry_backoff_s": 0.001,
+        **settings,
+    }
 
 
 # ------------------------------------------------------------------------- the oracle

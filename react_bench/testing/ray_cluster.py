@@ -92,30 +92,54 @@ class LocalCluster:
         """Ports of this node's own: nodes on one machine would otherwise collide on Ray's fixed
         defaults (the dashboard agent's, the metrics exporter's, the runtime-env agent's)."""
         n = len(self.nodes)  # nodes 0 (the head) .. 8: ten ports each from base + 10, workers' from base + 100
-        named = ("node-manager", "object-manager", "metrics-export", "dashboard-agent-listen", "dashboard-agent-grpc",
-                 "runtime-env-agent")  # fmt: skip
+        named = (
+            "node-manager",
+            "object-manager",
+            "metrics-export",
+            "dashboard-agent-listen",
+            "dashboard-agent-grpc",
+            "runtime-env-agent",
+        )
         if n > 8:
             raise RuntimeError("a LocalCluster has at most 9 nodes")
         own = self.base + 10 * (n + 1)
         low = self.base + 100 * (n + 1)
         return [f"--{name}-port={own + i}" for i, name in enumerate(named)] + [
-            f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]  # fmt: skip
+            f"--min-worker-port={low}",
+            f"--max-worker-port={low + 99}",
+        ]
 
     def _start_node(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         env = {**os.environ, **RAY_ENV, **self.env, **(env or {})}
         log = open(self.temp / f"node{len(self.nodes)}.log", "wb")  # noqa: SIM115 - the node's own, closed by stop
         node = subprocess.Popen(
-            [_ray_bin(), "start", "--block", "--disable-usage-stats", f"--object-store-memory={OBJECT_STORE}",
-             f"--temp-dir={self.temp / str(len(self.nodes))}", *self._ports(), *args],
-            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-        )  # fmt: skip
+            [
+                _ray_bin(),
+                "start",
+                "--block",
+                "--disable-usage-stats",
+                f"--object-store-memory={OBJECT_STORE}",
+                f"--temp-dir={self.temp / str(len(self.nodes))}",
+                *self._ports(),
+                *args,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
         self.nodes.append(node)
         return node
 
     def start(self) -> None:
         try:
-            self._start_node("--head", f"--port={self.port}", "--num-cpus=0", "--include-dashboard=false",
-                             f"--ray-client-server-port={self.base + 1}")  # fmt: skip
+            self._start_node(
+                "--head",
+                f"--port={self.port}",
+                "--num-cpus=0",
+                "--include-dashboard=false",
+                f"--ray-client-server-port={self.base + 1}",
+            )
             self.wait_port()
             for _ in range(self.workers):
                 self.add_worker()

@@ -81,8 +81,10 @@ def check_version() -> None:
     except PackageNotFoundError:
         raise ConfigError(INSTALL_HINT) from None
     if found != SUPPORTED:
-        raise ConfigError(f"alfworld {found} is installed; the paper's text format is alfworld {SUPPORTED}'s "
-                          f"(0.4.x changed its actions): run `bash .ci/install_alfworld.sh .venv/bin/pip`")  # fmt: skip
+        raise ConfigError(
+            f"alfworld {found} is installed; the paper's text format is alfworld {SUPPORTED}'s "
+            f"(0.4.x changed its actions): run `bash .ci/install_alfworld.sh .venv/bin/pip`"
+        )
 
 
 def domain_and_grammar() -> tuple[str, str]:
@@ -103,8 +105,11 @@ def write_game_file(folder: Path, seed: int, description: str | None = None) -> 
         description = description or misc.get_templated_task_desc(traj)
     finally:
         random.setstate(state)
-    game = {"pddl_domain": domain, "grammar": grammar.replace("UNKNOWN GOAL", description),
-            "pddl_problem": (folder / "initial_state.pddl").read_text(encoding="utf-8")}  # fmt: skip
+    game = {
+        "pddl_domain": domain,
+        "grammar": grammar.replace("UNKNOWN GOAL", description),
+        "pddl_problem": (folder / "initial_state.pddl").read_text(encoding="utf-8"),
+    }
     previous = folder / "game.tw-pddl"
     if previous.exists():
         game = {**json.loads(previous.read_text(encoding="utf-8")), **game}

@@ -47,12 +47,17 @@ KINDS = {
 def _tool(name: str, form: str, description: str, *params: str) -> ToolSpec:
     schema = {
         "type": "object",
-        "properties": {p: {"type": "string", "description": f"The {p}, as the observations name it (e.g. "
-                                                              f"'{'apple 1' if p == 'object' else 'countertop 1'}')."}
-                       for p in params},
+        "properties": {
+            p: {
+                "type": "string",
+                "description": f"The {p}, as the observations name it (e.g. "
+                f"'{'apple 1' if p == 'object' else 'countertop 1'}').",
+            }
+            for p in params
+        },
         "required": list(params),
         "additionalProperties": False,
-    }  # fmt: skip
+    }
     return ToolSpec(name, f"`{form}`: {description}", schema)
 
 
@@ -62,22 +67,32 @@ COMMANDS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ("open", "open {receptacle}", "Open a receptacle that is closed.", ("receptacle",)),
     ("close", "close {receptacle}", "Close an open receptacle.", ("receptacle",)),
     ("take", "take {object} from {receptacle}", "Pick up an object (hands must be empty).", ("object", "receptacle")),
-    ("put", "put {object} in/on {receptacle}", "Put the object you hold in or on a receptacle.",
-     ("object", "receptacle")),
-    ("clean", "clean {object} with {receptacle}", "Clean the object you hold with a sinkbasin.",
-     ("object", "receptacle")),
+    (
+        "put",
+        "put {object} in/on {receptacle}",
+        "Put the object you hold in or on a receptacle.",
+        ("object", "receptacle"),
+    ),
+    (
+        "clean",
+        "clean {object} with {receptacle}",
+        "Clean the object you hold with a sinkbasin.",
+        ("object", "receptacle"),
+    ),
     ("heat", "heat {object} with {receptacle}", "Heat the object you hold with a microwave.", ("object", "receptacle")),
     ("cool", "cool {object} with {receptacle}", "Cool the object you hold with a fridge.", ("object", "receptacle")),
     ("use", "use {object}", "Turn on (or off) an object such as a desklamp.", ("object",)),
     ("examine", "examine {object}", "Look closely at an object or a receptacle.", ("object",)),
     ("look", "look", "Look around the room.", ()),
     ("inventory", "inventory", "Say what you are carrying.", ()),
-)  # fmt: skip
+)
 ALFWORLD_ACTIONS: tuple[ToolSpec, ...] = tuple(
     _tool(name, form, text, *params) for name, form, text, params in COMMANDS
 )
-_FORMS = [(name, re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(form)) + "$"), form)
-          for name, form, _, _ in COMMANDS]  # fmt: skip
+_FORMS = [
+    (name, re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(form)) + "$"), form)
+    for name, form, _, _ in COMMANDS
+]
 
 
 def alfworld_action(text: str, actions: Sequence[ToolSpec] = ALFWORLD_ACTIONS) -> Action:
@@ -120,8 +135,9 @@ def alfworld_format() -> LineFormat:
     """The notebook's prompt: two examples, ``\\nHere is the task.\\n``, the first observation, then
     ``> {command}\\n{observation}\\n`` per step, the prompt ending in ``>``; stop ``\\n``; the
     completion stripped."""
-    return LineFormat(alfworld_action, ">", "\nHere is the task.\n{observation}\n",
-                      episode_start="You are in the middle of a room.")  # fmt: skip
+    return LineFormat(
+        alfworld_action, ">", "\nHere is the task.\n{observation}\n", episode_start="You are in the middle of a room."
+    )
 
 
 class ALFWorldEnv:

@@ -23,8 +23,10 @@ def _plan(kind: str, obj: str, target: str) -> str:
     if kind == "examine":
         return f"To solve the task, I need to find and take a {obj}, then find and use a {target}."
     if kind == "puttwo":
-        return (f"To solve the task, I need to find and take the first {obj}, put it in/on {target}, "
-                f"then find and take the second {obj}, put it in/on {target}.")  # fmt: skip
+        return (
+            f"To solve the task, I need to find and take the first {obj}, put it in/on {target}, "
+            f"then find and take the second {obj}, put it in/on {target}."
+        )
     if kind in VERBS:
         return f"To solve the task, I need to find and take a {obj}, then {VERBS[kind]}, then put it in/on {target}."
     return f"To solve the task, I need to find and take a {obj}, then put it in/on {target}."

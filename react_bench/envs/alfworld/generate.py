@@ -192,8 +192,9 @@ def _tasks(receptacles: list[Receptacle], items: list[Item], c: Any) -> list[Tas
                 if "DeskLamp" in counts:
                     out.append(Task(task_type, otype, toggle_target="DeskLamp"))
                 continue
-            if task_type in APPLIANCE and (APPLIANCE[task_type] not in rtypes or
-                                           otype not in c.VAL_ACTION_OBJECTS[ABILITY[task_type]]):  # fmt: skip
+            if task_type in APPLIANCE and (
+                APPLIANCE[task_type] not in rtypes or otype not in c.VAL_ACTION_OBJECTS[ABILITY[task_type]]
+            ):
                 continue
             if task_type == "pick_two_obj_and_place" and counts[otype] < 2:
                 continue
@@ -203,8 +204,14 @@ def _tasks(receptacles: list[Receptacle], items: list[Item], c: Any) -> list[Tas
     return out
 
 
-def problem(receptacles: list[Receptacle], items: list[Item], agent_loc: str, task: Task, c: Any,
-            opened: frozenset[str] = frozenset()) -> str:  # fmt: skip
+def problem(
+    receptacles: list[Receptacle],
+    items: list[Item],
+    agent_loc: str,
+    task: Task,
+    c: Any,
+    opened: frozenset[str] = frozenset(),
+) -> str:
     """The PDDL problem of a game, in the package domain's terms (``#`` marks a type until mangling);
     openable receptacles start closed, but those in ``opened``."""
     glib = alfworld_module("alfworld.gen.goal_library")
@@ -223,34 +230,54 @@ def problem(receptacles: list[Receptacle], items: list[Item], agent_loc: str, ta
     for i in items:
         if i.type not in ("DeskLamp", "FloorLamp"):
             init.append(f"(pickupable {i.id})")
-        for ability, predicate in (("Cleanable", "cleanable"), ("Heatable", "heatable"), ("Coolable", "coolable"),
-                                   ("Toggleable", "toggleable"), ("Sliceable", "sliceable")):  # fmt: skip
+        for ability, predicate in (
+            ("Cleanable", "cleanable"),
+            ("Heatable", "heatable"),
+            ("Coolable", "coolable"),
+            ("Toggleable", "toggleable"),
+            ("Sliceable", "sliceable"),
+        ):
             if i.type in actions[ability]:
                 init.append(f"({predicate} {i.id})")
         init.append(f"(inReceptacle {i.id} {i.receptacle.id})")
         init.append(f"(objectAtLocation {i.id} {i.receptacle.location})")
     present = {i.type for i in items}
-    init += [f"(canContain {rt}Type {ot}Type)" for rt in sorted({r.type for r in receptacles}) for ot in sorted(present)
-             if ot in c.VAL_RECEPTACLE_OBJECTS.get(rt, ())]  # fmt: skip
+    init += [
+        f"(canContain {rt}Type {ot}Type)"
+        for rt in sorted({r.type for r in receptacles})
+        for ot in sorted(present)
+        if ot in c.VAL_RECEPTACLE_OBJECTS.get(rt, ())
+    ]
     init += [f"(receptacleAtLocation {r.id} {r.location})" for r in receptacles]
     init.append(f"(atLocation agent1 {agent_loc})")
-    goal = glib.gdict[task.task_type]["pddl"].format(obj=task.object_target, recep=task.parent_target,
-                                                    toggle=task.toggle_target, mrecep="")  # fmt: skip
-    text = ("(define (problem plan_generated)\n    (:domain alfred)\n    (:objects\n        "
-            + "\n        ".join(objects) + "\n        )\n    (:init\n        " + "\n        ".join(init)
-            + "\n        )\n" + goal)  # fmt: skip
+    goal = glib.gdict[task.task_type]["pddl"].format(
+        obj=task.object_target, recep=task.parent_target, toggle=task.toggle_target, mrecep=""
+    )
+    text = (
+        "(define (problem plan_generated)\n    (:domain alfred)\n    (:objects\n        "
+        + "\n        ".join(objects)
+        + "\n        )\n    (:init\n        "
+        + "\n        ".join(init)
+        + "\n        )\n"
+        + goal
+    )
     return mangle(text)
 
 
 def traj_data(task: Task, scene: Scene, description: str) -> dict[str, Any]:
     return {
         "task_type": task.task_type,
-        "pddl_params": {"object_target": task.object_target, "parent_target": task.parent_target,
-                        "toggle_target": task.toggle_target, "mrecep_target": "", "object_sliced": False},
+        "pddl_params": {
+            "object_target": task.object_target,
+            "parent_target": task.parent_target,
+            "toggle_target": task.toggle_target,
+            "mrecep_target": "",
+            "object_sliced": False,
+        },
         "scene": {"floor_plan": f"FloorPlan{scene.number}", "scene_num": scene.number},
         "turk_annotations": {"anns": [{"task_desc": description}]},
         "generated_by": f"react_bench.envs.alfworld.generate v{GENERATOR_VERSION}",
-    }  # fmt: skip
+    }
 
 
 def generate_game(scene: Scene, seed: int, folder: Path, wanted: tuple[str, ...] = TASK_TYPES) -> bool:
@@ -330,8 +357,15 @@ def generate_split(root: Path, split: str, n: int, seed: int = 0, progress: bool
     with ProcessPoolExecutor(max_workers=workers) as pool:
         while kept < n and attempt < 40 * n:
             wanted = tuple(t for t in TASK_TYPES if per_type[t] < quota)  # each attempt aims at a type still short
-            jobs = [(candidates[(attempt + i) % len(candidates)].number, seed * 100_000 + attempt + i,
-                     str(staging / f"{attempt + i}"), wanted) for i in range(BATCH)]  # fmt: skip
+            jobs = [
+                (
+                    candidates[(attempt + i) % len(candidates)].number,
+                    seed * 100_000 + attempt + i,
+                    str(staging / f"{attempt + i}"),
+                    wanted,
+                )
+                for i in range(BATCH)
+            ]
             attempt += len(jobs)
             for ok, folder in pool.map(_attempt, jobs):
                 game = Path(folder)

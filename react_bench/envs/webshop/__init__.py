@@ -59,5 +59,11 @@ def webshop_format() -> LineFormat:
     completion keeps all but its leading spaces (the notebook's ``lstrip(' ')``)."""
     from react_bench.envs.webshop.env import webshop_action
 
-    return LineFormat(webshop_action, "Action:", "{observation}\n\n", observation_label="Observation: ",
-                      step_gap="\n", strip="leading_spaces")  # fmt: skip
+    return LineFormat(
+        webshop_action,
+        "Action:",
+        "{observation}\n\n",
+        observation_label="Observation: ",
+        step_gap="\n",
+        strip="leading_spaces",
+    )

@@ -29,90 +29,196 @@ PRODUCT_WINDOW = 10
 
 # category -> (product types, attribute pool, option groups {name: values})
 CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[str, tuple[str, ...]]]] = {
-    "beauty": (("deodorant", "face cream", "body lotion"), ("sensitive skin", "paraben free", "long lasting",
-               "cruelty free", "fragrance free", "natural ingredients"),
-               {"scent": ("bright citrus", "calming lavender", "ginger fresh", "unscented"),
-                "size": ("3 ounce (pack of 1)", "3 ounce (pack of 2)", "travel set")}),
-    "hair care": (("shampoo", "conditioner", "hair oil"), ("sulfate free", "for dry hair", "color safe",
-                  "argan oil", "volumizing", "anti dandruff"),
-                  {"size": ("8 fl oz", "16 fl oz", "32 fl oz"), "scent": ("coconut", "tea tree", "rose")}),
-    "coffee": (("ground coffee", "coffee beans", "coffee pods"), ("dark roast", "medium roast", "organic",
-               "decaf", "fair trade", "single origin"),
-               {"size": ("12 ounce", "2 pound", "5 pound"), "flavor": ("french vanilla", "hazelnut", "original")}),
-    "tea": (("green tea", "herbal tea", "black tea"), ("caffeine free", "organic", "loose leaf", "non gmo",
-            "individually wrapped"), {"count": ("20 count", "50 count", "100 count")}),
-    "snacks": (("protein bar", "trail mix", "beef jerky"), ("gluten free", "high protein", "low sugar",
-               "keto friendly", "non gmo", "vegan"),
-               {"flavor": ("chocolate peanut butter", "sea salt", "teriyaki", "honey almond"),
-                "count": ("12 count", "24 count")}),
-    "men's shirts": (("t-shirt", "polo shirt", "dress shirt"), ("machine wash", "slim fit", "short sleeve",
-                     "long sleeve", "cotton", "wrinkle free"),
-                     {"color": ("navy", "black", "heather gray", "white", "olive"),
-                      "size": ("small", "medium", "large", "x-large")}),
-    "women's dresses": (("maxi dress", "sundress", "cocktail dress"), ("machine wash", "v-neck", "pockets",
-                        "floral print", "sleeveless", "stretch fabric"),
-                        {"color": ("black", "burgundy", "floral blue", "ivory"),
-                         "size": ("x-small", "small", "medium", "large")}),
-    "shoes": (("running shoe", "hiking boot", "slip-on sneaker"), ("non slip", "lightweight", "water resistant",
-              "memory foam", "arch support", "breathable mesh"),
-              {"color": ("black", "grey", "navy blue", "white"), "size": ("7", "8", "9", "10", "11")}),
-    "socks": (("ankle socks", "crew socks", "compression socks"), ("moisture wicking", "cushioned", "cotton",
-              "arch support"), {"size": ("medium", "large"), "count": ("6 pairs", "12 pairs")}),
-    "phone accessories": (("phone case", "screen protector", "charging cable"), ("shockproof", "wireless charging",
-                          "fast charging", "tempered glass", "anti scratch"),
-                          {"color": ("clear", "black", "midnight green"), "size": ("6.1 inch", "6.7 inch")}),
-    "headphones": (("wireless earbuds", "over-ear headphones", "sports earphones"), ("noise cancelling",
-                   "bluetooth 5.3", "long battery life", "water resistant", "built-in microphone"),
-                   {"color": ("black", "white", "blue")}),
-    "computer accessories": (("wireless mouse", "mechanical keyboard", "laptop stand"), ("ergonomic",
-                             "rechargeable", "usb-c", "adjustable height", "backlit"),
-                             {"color": ("black", "silver", "space gray")}),
-    "kitchen": (("chef knife", "cutting board", "mixing bowl set"), ("dishwasher safe", "stainless steel",
-                "bpa free", "non slip", "easy to clean"), {"size": ("8 inch", "10 inch", "set of 3")}),
-    "cookware": (("frying pan", "saucepan", "dutch oven"), ("non stick", "oven safe", "induction compatible",
-                 "cast iron", "dishwasher safe"), {"size": ("8 inch", "10 inch", "12 inch"),
-                                                   "color": ("black", "red", "blue")}),
-    "bedding": (("sheet set", "duvet cover", "pillow"), ("machine wash", "hypoallergenic", "cooling",
-                "deep pocket", "microfiber", "100% cotton"),
-                {"size": ("twin", "full", "queen", "king"), "color": ("white", "light gray", "navy", "sage")}),
-    "bath": (("bath towel", "bath mat", "shower curtain"), ("quick dry", "absorbent", "non slip",
-             "machine wash", "mildew resistant"), {"color": ("white", "beige", "teal", "charcoal")}),
-    "furniture": (("office chair", "bookshelf", "side table"), ("easy assembly", "solid wood", "adjustable",
-                  "space saving", "lumbar support"), {"color": ("black", "walnut", "white oak")}),
-    "lighting": (("led desk lamp", "floor lamp", "string lights"), ("dimmable", "energy efficient",
-                 "usb charging port", "warm white", "remote control"), {"color": ("black", "white", "brass")}),
-    "pet supplies": (("dog food", "cat litter", "dog toy"), ("grain free", "natural ingredients",
-                     "odor control", "durable", "for small breeds"),
-                     {"size": ("4 pound", "15 pound", "30 pound"), "flavor": ("chicken", "salmon", "lamb")}),
-    "baby": (("baby wipes", "diapers", "baby lotion"), ("fragrance free", "hypoallergenic", "sensitive skin",
-             "plant based"), {"size": ("size 1", "size 2", "size 3"), "count": ("72 count", "144 count")}),
-    "vitamins": (("multivitamin", "vitamin d3", "fish oil"), ("gluten free", "non gmo", "easy to swallow",
-                 "third party tested", "vegetarian"), {"count": ("60 count", "120 count", "240 count")}),
-    "fitness": (("yoga mat", "resistance bands", "dumbbell set"), ("non slip", "extra thick", "portable",
-                "eco friendly", "adjustable"), {"color": ("purple", "black", "teal"), "size": ("small", "large")}),
-    "outdoor": (("camping tent", "sleeping bag", "hiking backpack"), ("waterproof", "lightweight",
-                "easy setup", "for 4 person", "compact"), {"color": ("green", "orange", "gray")}),
-    "garden": (("garden hose", "plant pot", "pruning shears"), ("heavy duty", "uv resistant", "drainage hole",
-               "rust resistant", "ergonomic"), {"size": ("6 inch", "10 inch", "50 ft", "100 ft")}),
-    "toys": (("building blocks", "puzzle", "plush toy"), ("for ages 3+", "educational", "non toxic",
-             "1000 pieces", "soft"), {"color": ("multicolor", "pink", "blue")}),
-    "office": (("notebook", "gel pens", "desk organizer"), ("acid free paper", "quick dry ink", "refillable",
-               "bamboo", "a5 size"), {"color": ("black", "blue", "assorted"), "count": ("pack of 3", "pack of 12")}),
-    "jewelry": (("necklace", "earrings", "bracelet"), ("sterling silver", "hypoallergenic", "gift box",
-                "adjustable", "gold plated"), {"color": ("silver", "gold", "rose gold")}),
-    "watches": (("smart watch", "analog watch", "fitness tracker"), ("heart rate monitor", "waterproof",
-                "sleep tracking", "stainless steel", "long battery life"), {"color": ("black", "silver", "pink")}),
-    "car accessories": (("car phone mount", "seat cover", "dash cam"), ("universal fit", "easy install",
-                        "night vision", "leather", "one-handed operation"), {"color": ("black", "beige", "gray")}),
-    "cleaning": (("all purpose cleaner", "dish soap", "laundry detergent"), ("plant based", "fragrance free",
-                 "concentrated", "septic safe", "biodegradable"),
-                 {"scent": ("lemon", "lavender", "free and clear"), "size": ("32 fl oz", "64 fl oz")}),
-}  # fmt: skip
+    "beauty": (
+        ("deodorant", "face cream", "body lotion"),
+        ("sensitive skin", "paraben free", "long lasting", "cruelty free", "fragrance free", "natural ingredients"),
+        {
+            "scent": ("bright citrus", "calming lavender", "ginger fresh", "unscented"),
+            "size": ("3 ounce (pack of 1)", "3 ounce (pack of 2)", "travel set"),
+        },
+    ),
+    "hair care": (
+        ("shampoo", "conditioner", "hair oil"),
+        ("sulfate free", "for dry hair", "color safe", "argan oil", "volumizing", "anti dandruff"),
+        {"size": ("8 fl oz", "16 fl oz", "32 fl oz"), "scent": ("coconut", "tea tree", "rose")},
+    ),
+    "coffee": (
+        ("ground coffee", "coffee beans", "coffee pods"),
+        ("dark roast", "medium roast", "organic", "decaf", "fair trade", "single origin"),
+        {"size": ("12 ounce", "2 pound", "5 pound"), "flavor": ("french vanilla", "hazelnut", "original")},
+    ),
+    "tea": (
+        ("green tea", "herbal tea", "black tea"),
+        ("caffeine free", "organic", "loose leaf", "non gmo", "individually wrapped"),
+        {"count": ("20 count", "50 count", "100 count")},
+    ),
+    "snacks": (
+        ("protein bar", "trail mix", "beef jerky"),
+        ("gluten free", "high protein", "low sugar", "keto friendly", "non gmo", "vegan"),
+        {
+            "flavor": ("chocolate peanut butter", "sea salt", "teriyaki", "honey almond"),
+            "count": ("12 count", "24 count"),
+        },
+    ),
+    "men's shirts": (
+        ("t-shirt", "polo shirt", "dress shirt"),
+        ("machine wash", "slim fit", "short sleeve", "long sleeve", "cotton", "wrinkle free"),
+        {"color": ("navy", "black", "heather gray", "white", "olive"), "size": ("small", "medium", "large", "x-large")},
+    ),
+    "women's dresses": (
+        ("maxi dress", "sundress", "cocktail dress"),
+        ("machine wash", "v-neck", "pockets", "floral print", "sleeveless", "stretch fabric"),
+        {"color": ("black", "burgundy", "floral blue", "ivory"), "size": ("x-small", "small", "medium", "large")},
+    ),
+    "shoes": (
+        ("running shoe", "hiking boot", "slip-on sneaker"),
+        ("non slip", "lightweight", "water resistant", "memory foam", "arch support", "breathable mesh"),
+        {"color": ("black", "grey", "navy blue", "white"), "size": ("7", "8", "9", "10", "11")},
+    ),
+    "socks": (
+        ("ankle socks", "crew socks", "compression socks"),
+        ("moisture wicking", "cushioned", "cotton", "arch support"),
+        {"size": ("medium", "large"), "count": ("6 pairs", "12 pairs")},
+    ),
+    "phone accessories": (
+        ("phone case", "screen protector", "charging cable"),
+        ("shockproof", "wireless charging", "fast charging", "tempered glass", "anti scratch"),
+        {"color": ("clear", "black", "midnight green"), "size": ("6.1 inch", "6.7 inch")},
+    ),
+    "headphones": (
+        ("wireless earbuds", "over-ear headphones", "sports earphones"),
+        ("noise cancelling", "bluetooth 5.3", "long battery life", "water resistant", "built-in microphone"),
+        {"color": ("black", "white", "blue")},
+    ),
+    "computer accessories": (
+        ("wireless mouse", "mechanical keyboard", "laptop stand"),
+        ("ergonomic", "rechargeable", "usb-c", "adjustable height", "backlit"),
+        {"color": ("black", "silver", "space gray")},
+    ),
+    "kitchen": (
+        ("chef knife", "cutting board", "mixing bowl set"),
+        ("dishwasher safe", "stainless steel", "bpa free", "non slip", "easy to clean"),
+        {"size": ("8 inch", "10 inch", "set of 3")},
+    ),
+    "cookware": (
+        ("frying pan", "saucepan", "dutch oven"),
+        ("non stick", "oven safe", "induction compatible", "cast iron", "dishwasher safe"),
+        {"size": ("8 inch", "10 inch", "12 inch"), "color": ("black", "red", "blue")},
+    ),
+    "bedding": (
+        ("sheet set", "duvet cover", "pillow"),
+        ("machine wash", "hypoallergenic", "cooling", "deep pocket", "microfiber", "100% cotton"),
+        {"size": ("twin", "full", "queen", "king"), "color": ("white", "light gray", "navy", "sage")},
+    ),
+    "bath": (
+        ("bath towel", "bath mat", "shower curtain"),
+        ("quick dry", "absorbent", "non slip", "machine wash", "mildew resistant"),
+        {"color": ("white", "beige", "teal", "charcoal")},
+    ),
+    "furniture": (
+        ("office chair", "bookshelf", "side table"),
+        ("easy assembly", "solid wood", "adjustable", "space saving", "lumbar support"),
+        {"color": ("black", "walnut", "white oak")},
+    ),
+    "lighting": (
+        ("led desk lamp", "floor lamp", "string lights"),
+        ("dimmable", "energy efficient", "usb charging port", "warm white", "remote control"),
+        {"color": ("black", "white", "brass")},
+    ),
+    "pet supplies": (
+        ("dog food", "cat litter", "dog toy"),
+        ("grain free", "natural ingredients", "odor control", "durable", "for small breeds"),
+        {"size": ("4 pound", "15 pound", "30 pound"), "flavor": ("chicken", "salmon", "lamb")},
+    ),
+    "baby": (
+        ("baby wipes", "diapers", "baby lotion"),
+        ("fragrance free", "hypoallergenic", "sensitive skin", "plant based"),
+        {"size": ("size 1", "size 2", "size 3"), "count": ("72 count", "144 count")},
+    ),
+    "vitamins": (
+        ("multivitamin", "vitamin d3", "fish oil"),
+        ("gluten free", "non gmo", "easy to swallow", "third party tested", "vegetarian"),
+        {"count": ("60 count", "120 count", "240 count")},
+    ),
+    "fitness": (
+        ("yoga mat", "resistance bands", "dumbbell set"),
+        ("non slip", "extra thick", "portable", "eco friendly", "adjustable"),
+        {"color": ("purple", "black", "teal"), "size": ("small", "large")},
+    ),
+    "outdoor": (
+        ("camping tent", "sleeping bag", "hiking backpack"),
+        ("waterproof", "lightweight", "easy setup", "for 4 person", "compact"),
+        {"color": ("green", "orange", "gray")},
+    ),
+    "garden": (
+        ("garden hose", "plant pot", "pruning shears"),
+        ("heavy duty", "uv resistant", "drainage hole", "rust resistant", "ergonomic"),
+        {"size": ("6 inch", "10 inch", "50 ft", "100 ft")},
+    ),
+    "toys": (
+        ("building blocks", "puzzle", "plush toy"),
+        ("for ages 3+", "educational", "non toxic", "1000 pieces", "soft"),
+        {"color": ("multicolor", "pink", "blue")},
+    ),
+    "office": (
+        ("notebook", "gel pens", "desk organizer"),
+        ("acid free paper", "quick dry ink", "refillable", "bamboo", "a5 size"),
+        {"color": ("black", "blue", "assorted"), "count": ("pack of 3", "pack of 12")},
+    ),
+    "jewelry": (
+        ("necklace", "earrings", "bracelet"),
+        ("sterling silver", "hypoallergenic", "gift box", "adjustable", "gold plated"),
+        {"color": ("silver", "gold", "rose gold")},
+    ),
+    "watches": (
+        ("smart watch", "analog watch", "fitness tracker"),
+        ("heart rate monitor", "waterproof", "sleep tracking", "stainless steel", "long battery life"),
+        {"color": ("black", "silver", "pink")},
+    ),
+    "car accessories": (
+        ("car phone mount", "seat cover", "dash cam"),
+        ("universal fit", "easy install", "night vision", "leather", "one-handed operation"),
+        {"color": ("black", "beige", "gray")},
+    ),
+    "cleaning": (
+        ("all purpose cleaner", "dish soap", "laundry detergent"),
+        ("plant based", "fragrance free", "concentrated", "septic safe", "biodegradable"),
+        {"scent": ("lemon", "lavender", "free and clear"), "size": ("32 fl oz", "64 fl oz")},
+    ),
+}
 
-BRANDS = ("Acme", "Northwind", "Bluebird", "Everpeak", "Sunhaven", "Mapleton", "Riverstone", "Cobalt", "Fairleaf",
-          "Hollow Oak", "Kestrel", "Lumina", "Marlow", "Novella", "Orchard Lane", "Pinecrest", "Quill", "Redwood",
-          "Silverline", "Tidewater", "Umber", "Vantage", "Willowby", "Yarrow", "Zenith", "Brightwater", "Copperleaf",
-          "Driftwood", "Emberly", "Foxglove")  # fmt: skip
+BRANDS = (
+    "Acme",
+    "Northwind",
+    "Bluebird",
+    "Everpeak",
+    "Sunhaven",
+    "Mapleton",
+    "Riverstone",
+    "Cobalt",
+    "Fairleaf",
+    "Hollow Oak",
+    "Kestrel",
+    "Lumina",
+    "Marlow",
+    "Novella",
+    "Orchard Lane",
+    "Pinecrest",
+    "Quill",
+    "Redwood",
+    "Silverline",
+    "Tidewater",
+    "Umber",
+    "Vantage",
+    "Willowby",
+    "Yarrow",
+    "Zenith",
+    "Brightwater",
+    "Copperleaf",
+    "Driftwood",
+    "Emberly",
+    "Foxglove",
+)
 OPENINGS = ("i am looking for", "i need", "i want", "i would like", "find me", "i'm looking for")
 REVIEW_TITLES = ("Works as described", "Great value", "Not bad", "Exactly what I needed", "Could be better")
 
@@ -179,8 +285,19 @@ def _product(rng: random.Random, taken: set[str], number: int) -> Product:
         for _ in range(rng.randint(1, 3))
     )
     rating = "N.A." if number % 3 == 0 else f"{rng.randint(35, 50) / 10:.1f}"
-    return Product(_asin(rng, taken), title, category, product_type, price, attributes, options, description,
-                   features, reviews, rating)  # fmt: skip
+    return Product(
+        _asin(rng, taken),
+        title,
+        category,
+        product_type,
+        price,
+        attributes,
+        options,
+        description,
+        features,
+        reviews,
+        rating,
+    )
 
 
 def _price_upper(rng: random.Random, price: float) -> float:
@@ -247,8 +364,12 @@ def goal_query(goal: Goal) -> str:
 def oracle_actions(goal: Goal) -> list[str]:
     """The catalog's expert: search the goal's words, open its product, choose its options, buy
     (every generated goal is bought with reward 1 this way; the tests check it)."""
-    return [f"search[{goal_query(goal)}]", f"click[{goal.asin}]", *(f"click[{v}]" for v in goal.options.values()),
-            "click[Buy Now]"]  # fmt: skip
+    return [
+        f"search[{goal_query(goal)}]",
+        f"click[{goal.asin}]",
+        *(f"click[{v}]" for v in goal.options.values()),
+        "click[Buy Now]",
+    ]
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,10 @@ async def _walk(catalog: Catalog, goal: Goal, fmt: LineFormat, thoughts: bool) -
         return None
     product = catalog.by_asin[goal.asin]
     if thoughts:
-        await act(f"think[{goal.asin} is a {goal.product_type} that is {' and '.join(goal.attributes)}, "
-                  f"at {product.price_text}, under the price limit. I will check it.]")  # fmt: skip
+        await act(
+            f"think[{goal.asin} is a {goal.product_type} that is {' and '.join(goal.attributes)}, "
+            f"at {product.price_text}, under the price limit. I will check it.]"
+        )
     await act(f"click[{goal.asin}]")
     if thoughts and goal.options:
         chosen = " and ".join(f"{k} {v}" for k, v in goal.options.items())

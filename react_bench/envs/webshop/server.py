@@ -114,8 +114,9 @@ class Shop:
             + _form(f"/done/{_q(session)}/{product.asin}/{chosen}", "Buy Now")
         )
 
-    def sub_page(self, session: str, goal: Goal, product: Product, keywords: str, page: int, sub: str,
-                 options: dict) -> str:  # fmt: skip
+    def sub_page(
+        self, session: str, goal: Goal, product: Product, keywords: str, page: int, sub: str, options: dict
+    ) -> str:
         if sub == "Description":
             content = f'<p class="product-info">{_e(product.description)}</p>'
         elif sub == "Features":
@@ -160,11 +161,13 @@ class Shop:
             if route == "search_results" and len(args) == 3:
                 return 200, self.results_page(args[0], goal, args[1], _page_number(args[2]))
             if route == "item_page" and len(args) == 5:
-                return 200, self.item_page(args[0], goal, self._product(args[1]), args[2], _page_number(args[3]),
-                                           _options(args[4]))  # fmt: skip
+                return 200, self.item_page(
+                    args[0], goal, self._product(args[1]), args[2], _page_number(args[3]), _options(args[4])
+                )
             if route == "item_sub_page" and len(args) == 6 and args[4] in SUB_PAGES:
-                return 200, self.sub_page(args[0], goal, self._product(args[1]), args[2], _page_number(args[3]),
-                                          args[4], _options(args[5]))  # fmt: skip
+                return 200, self.sub_page(
+                    args[0], goal, self._product(args[1]), args[2], _page_number(args[3]), args[4], _options(args[5])
+                )
             if route == "done" and len(args) == 3:
                 return 200, self.done_page(goal, self._product(args[1]), _options(args[2]))
         except LookupError as exc:
