@@ -22,7 +22,7 @@ from react_bench.envs.webshop import WebShopConfig, webshop_format
 from react_bench.envs.webshop.catalog import Catalog, Goal, Product, goal_query, oracle_actions
 from react_bench.envs.webshop.env import INVALID, WebShopFactory, webshop_action
 from react_bench.envs.webshop.render import render
-from react_bench.envs.webshop.reward import reward
+from react_bench.envs.webshop.reward import fallback_nouns, reward
 from react_bench.envs.webshop.server import WebShopServer
 from react_bench.evaluate import evaluate
 from react_bench.modes import SolveSettings
@@ -128,10 +128,23 @@ def goal(**changes: Any) -> Goal:
         "attributes": ("dishwasher safe", "microwave safe"),
         "options": {"color": "red", "size": "16 oz"},
         "price_upper": 20.0,
+        "name": MUG.title,
+        "query": MUG.query,
+        "product_category": MUG.product_category,
     }
     return Goal(**{**base, **changes})
 
 
+def other(name: str, category: str = "fitness", kind: str = "yoga mat") -> dict[str, Any]:
+    """A goal for another product: its name, query and breadcrumb (the type score's inputs)."""
+    return {"name": name, "query": kind, "product_category": f"Sports & Outdoors › {category.title()} › {kind.title()}"}
+
+
+# Each expected value worked by hand from WebShop's formula (reward.py's docstring): r_type x
+# (attributes + options + price) / (goal attributes + goal options + 1). The MUG's nouns (the
+# fallback's): acme coffee mug dishwasher safe bpa free. Token-set ratios, by hand: "12 count" /
+# "24 count" 88, "pack of 3" / "pack of 12" 88 (87.5), "large" / "x-large" 100 (all > 85: a match),
+# "microwave safe" / "dishwasher safe" 62 (no match: the features' text matches it instead).
 @pytest.mark.parametrize(
     ("the_goal", "options", "expected"),
     [
@@ -140,14 +153,66 @@ def goal(**changes: Any) -> Goal:
         (goal(), {"color": "blue", "size": "16 oz"}, 4 / 5),
         (goal(price_upper=10.0), {"color": "red", "size": "16 oz"}, 4 / 5),  # over the price bound
         (goal(attributes=("dishwasher safe", "stainless steel")), {"color": "red", "size": "16 oz"}, 4 / 5),
-        (goal(product_type="mixing bowl set"), {"color": "red", "size": "16 oz"}, 0.5),  # same category, other type
-        (goal(product_type="coffee beans", category="coffee"), {"color": "red", "size": "16 oz"}, 0.1),  # "coffee"
-        (goal(product_type="yoga mat", category="fitness"), {"color": "red", "size": "16 oz"}, 0.0),
+        (goal(attributes=("dishwasher-safe",)), {"color": "red", "size": "16 oz"}, 1.0),  # fuzzy: ratio 100
+        (goal(options={"color": "rose gold"}), {"color": "gold"}, 1.0),  # both "gold" in WebShop's colour form
+        (goal(options={"color": "heather gray"}), {"color": "gray"}, 1.0),  # "gray" precedes "heather"
+        (goal(options={"count": "12 count"}), {"count": "24 count"}, 1.0),  # ratio 88 > 85
+        (goal(options={"count": "pack of 3"}), {"count": "pack of 12"}, 1.0),  # ratio 88 > 85
+        (goal(options={"size": "large"}), {"size": "x-large"}, 1.0),  # ratio 100
+        (goal(options={"flavor": "sea salt"}), {"flavor": "teriyaki"}, 3 / 4),  # no match
+        # the type score: another product's name; 1/7 of its nouns shared (acme): 0.5 (no query, no breadcrumb)
+        (goal(**other("Acme Yoga Mat - Non Slip, Extra Thick")), {"color": "red", "size": "16 oz"}, 0.5),
+        # 1/12 shared: below 0.1, so 0.1
+        (goal(**other("Acme Yoga Mat Pro Max - Non Slip, Extra Thick, Eco Friendly, Portable")), {}, 0.1 * 3 / 5),
+        (goal(**other("Zenith Yoga Mat - Non Slip")), {"color": "red", "size": "16 oz"}, 0.0),  # none shared
+        # the same breadcrumb's category (two parts) but no noun shared: title_score 0 makes it 0 all the same
+        (
+            goal(
+                name="Zenith Chef Knife - Stainless Steel",
+                query="chef knife",
+                product_category="Home & Kitchen › Kitchen › Chef Knife",
+            ),
+            {"color": "red", "size": "16 oz"},
+            0.0,
+        ),
+        # 3 of 6 nouns shared (acme, dishwasher, safe) and the same breadcrumb: 1
+        (
+            goal(
+                name="Acme Mixing Bowl Set - Dishwasher Safe",
+                query="mixing bowl set",
+                product_category="Home & Kitchen › Kitchen › Mixing Bowl Set",
+            ),
+            {"color": "red", "size": "16 oz"},
+            1.0,
+        ),
         (goal(options={}), {}, 1.0),  # a goal without options
     ],
 )
-def test_the_reward_formula(the_goal: Goal, options: dict[str, str], expected: float) -> None:
-    assert reward(MUG, the_goal, options).total == pytest.approx(expected)
+def test_the_reward_is_webshops(the_goal: Goal, options: dict[str, str], expected: float) -> None:
+    assert reward(MUG, the_goal, options, noun_of=fallback_nouns).total == pytest.approx(expected)
+
+
+def test_the_nouns_come_from_spacy_when_its_model_is_installed_else_from_the_fallback(monkeypatch) -> None:
+    import react_bench.envs.webshop.reward as module
+
+    assert fallback_nouns("Copperleaf Wireless Mouse G367 - Usb-C, For Small Hands") == [
+        "copperleaf",
+        "wireless",
+        "mouse",
+        "g367",
+        "usb",
+        "c",
+        "small",
+        "hands",
+    ]
+    module._spacy.cache_clear()
+    module.nouns.cache_clear()
+    monkeypatch.setitem(sys.modules, "spacy", None)  # not installed: the fallback, said as such
+    try:
+        assert module.noun_backend() == "fallback" and module.nouns("Acme Coffee Mug") == ("acme", "coffee", "mug")
+    finally:
+        module._spacy.cache_clear()
+        module.nouns.cache_clear()
 
 
 def test_the_catalog_is_deterministic_and_every_goal_can_be_found() -> None:

@@ -187,6 +187,40 @@ CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[str, ...], dict[str, tuple[st
     ),
 }
 
+# The department above each category in a product's breadcrumb (WebShop's are Amazon's).
+DEPARTMENTS = {
+    "beauty": "Beauty & Personal Care",
+    "hair care": "Beauty & Personal Care",
+    "coffee": "Grocery & Gourmet Food",
+    "tea": "Grocery & Gourmet Food",
+    "snacks": "Grocery & Gourmet Food",
+    "men's shirts": "Clothing, Shoes & Jewelry",
+    "women's dresses": "Clothing, Shoes & Jewelry",
+    "shoes": "Clothing, Shoes & Jewelry",
+    "socks": "Clothing, Shoes & Jewelry",
+    "jewelry": "Clothing, Shoes & Jewelry",
+    "watches": "Clothing, Shoes & Jewelry",
+    "phone accessories": "Electronics",
+    "headphones": "Electronics",
+    "computer accessories": "Electronics",
+    "kitchen": "Home & Kitchen",
+    "cookware": "Home & Kitchen",
+    "bedding": "Home & Kitchen",
+    "bath": "Home & Kitchen",
+    "furniture": "Home & Kitchen",
+    "lighting": "Home & Kitchen",
+    "cleaning": "Health & Household",
+    "vitamins": "Health & Household",
+    "pet supplies": "Pet Supplies",
+    "baby": "Baby",
+    "fitness": "Sports & Outdoors",
+    "outdoor": "Sports & Outdoors",
+    "garden": "Patio, Lawn & Garden",
+    "toys": "Toys & Games",
+    "office": "Office Products",
+    "car accessories": "Automotive",
+}
+
 BRANDS = (
     "Acme",
     "Northwind",
@@ -241,6 +275,17 @@ class Product:
     def price_text(self) -> str:
         return f"${self.price:.2f}"
 
+    @property
+    def query(self) -> str:
+        """The search WebShop's scrape found the product by (its ``query`` field): here its type."""
+        return self.product_type
+
+    @property
+    def product_category(self) -> str:
+        """Its breadcrumb, as WebShop's ``product_category`` (``Department › Category › Type``):
+        two products of one category share two of its parts, of one department one."""
+        return " › ".join((DEPARTMENTS[self.category], self.category.title(), self.product_type.title()))
+
 
 @dataclass(frozen=True)
 class Goal:
@@ -252,6 +297,10 @@ class Goal:
     options: dict[str, str] = field(hash=False)
     price_upper: float = 1_000_000.0
     instruction: str = ""
+    # What WebShop's goal holds of its product, for the type score: its name (title), query, breadcrumb
+    name: str = ""
+    query: str = ""
+    product_category: str = ""
 
 
 def _asin(rng: random.Random, taken: set[str]) -> str:
@@ -318,7 +367,19 @@ def _goal(rng: random.Random, session: str, product: Product) -> Goal:
         text += " with " + ", and ".join(f"{k}: {v}" for k, v in options.items())
     if upper < 1_000_000:
         text += f", and price lower than {upper:.2f} dollars"
-    return Goal(session, product.asin, product.product_type, product.category, attributes, options, upper, text)
+    return Goal(
+        session,
+        product.asin,
+        product.product_type,
+        product.category,
+        attributes,
+        options,
+        upper,
+        text,
+        product.title,
+        product.query,
+        product.product_category,
+    )
 
 
 _TOKEN = re.compile(r"[a-z0-9]+")
