@@ -87,6 +87,10 @@ class LoopConfig:
     max_steps: int = 7
     on_limit: OnLimit = "give_up"
     wrap_up_notice: str = "You have used all {steps} steps. Give your final answer now, without using any tool."
+    # False: the action the model decides at the last step is not executed (the episode ends at
+    # the cap with it unanswered), as the ReAct WebShop notebook's loop ran: it asked for a 15th
+    # action and never executed it. True (the project's own): every step's action is executed.
+    act_at_cap: bool = True
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -164,6 +168,9 @@ async def run_episode(
             yield StepFinished(step, decision.usage)
             yield EpisodeFinished(decision.answer, "answered", step, total)
             return
+        if step == config.max_steps and not config.act_at_cap:
+            yield StepFinished(step, decision.usage)  # decided, never executed: the cap ends the episode
+            break
         ids = [c.id for c in decision.calls]
         if len(set(ids)) != len(ids):  # results could not be paired by id: the API would refuse them
             yield EpisodeFinished("", "error", step, total, error=f"the model sent duplicate tool_use ids: {ids}")

@@ -213,7 +213,12 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         mode=mode,
         runner=runner.get("name", "text"),
         parser=chosen["parser"],
-        loop=LoopConfig(max_steps=_int(chosen, "max_steps", _LOOP.max_steps), on_limit=on_limit),
+        loop=LoopConfig(
+            max_steps=_int(chosen, "max_steps", _LOOP.max_steps),
+            on_limit=on_limit,
+            # a task whose paper loop never ran the action decided at its cap (WebShop's notebook)
+            act_at_cap=protocol != "paper" or info.protocol.get("act_at_cap", True) is not False,
+        ),
         max_tokens=_int(chosen, "max_tokens", _SOLVE.max_tokens),
         temperature=chosen["temperature"],
         cot_sc_samples=_int(chosen, "cot_sc_samples", _SOLVE.cot_sc_samples),

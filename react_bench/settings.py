@@ -70,6 +70,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("webshop.goals", 500, "the project's own server: goals fixed_0 ... fixed_499"),
     Setting("webshop.timeout_s", 30, "per page"),
     Setting(
+        "webshop.clicks",
+        None,
+        "null: the protocol's | notebook (a click the instruction page or a sub-page "
+        "does not offer shows it again) | strict (Invalid action!)",
+    ),
+    Setting(
         "alfworld.split",
         "valid_unseen",
         "valid_unseen (the paper's 134 unseen games) | valid_seen | train (the official data: data_dir=)",

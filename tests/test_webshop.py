@@ -499,3 +499,53 @@ def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path)
     episodes = webshop_format().exemplar_episodes(own.exemplars)
     assert len(episodes) == 1 and episodes[0].steps[-1].action == "click[Buy Now]"
     assert episodes[0].opening.startswith("WebShop \nInstruction:")
+
+
+# --------------------------------------------------------------------------- protocol=paper is the notebook's
+
+
+def _webshop_run_config(tmp_path: Path, protocol: str) -> RunConfig:
+    from tests.support import composed
+
+    cfg = composed("task=webshop", "model=scripted", f"protocol={protocol}", "webshop.products=200", "webshop.goals=20",
+                   "n=1", f"results_dir={tmp_path / protocol}", "progress=false", "show=none")  # fmt: skip
+    return RunConfig.from_mapping(cfg)
+
+
+@pytest.mark.parametrize(("protocol", "bought"), [("paper", False), ("custom", True)])
+async def test_the_15th_action_is_asked_for_and_never_run_under_the_papers_protocol(
+    scripted: Any, tmp_path: Path, protocol: str, bought: bool
+) -> None:
+    """The notebook's loop: 15 model calls, 14 actions executed; a Buy Now decided 15th scores 0
+    (as the notebook scored it). protocol=custom executes it."""
+    goal = Catalog.generate(0, 200, 20).goals[0]  # the run's catalog (webshop.products=200, goals=20)
+    actions = [f"search[{goal_query(goal)}]", f"click[{goal.asin}]", *["think[not yet]"] * 12, "click[Buy Now]"]
+    model = scripted([f" {a}" for a in actions])
+    result = await evaluate(_webshop_run_config(tmp_path, protocol), model=model)
+    (row,) = records(result.run_dir)
+    assert len(model.requests) == 15 and row["steps"] == 15
+    executed = [e for e in row["trajectory"][0]["events"] if e["type"] == "tool_execution_finished"]
+    assert "[Buy Now]" in executed[1]["observation"]  # the item page: Buy Now is offered
+    if bought:
+        assert (row["reason"], len(executed)) == ("done", 15) and row["reward"] > 0
+    else:
+        assert (row["reason"], row["reward"], row["score"], len(executed)) == ("step_limit", None, 0.0, 14)
+
+
+@pytest.mark.parametrize("protocol", ["paper", "custom"])
+async def test_a_click_the_page_does_not_offer_shows_it_again_under_the_papers_protocol(
+    scripted: Any, tmp_path: Path, protocol: str
+) -> None:
+    goal = Catalog.generate(0, 200, 20).goals[0]
+    actions = ["click[Nonsense]", f"search[{goal_query(goal)}]", f"click[{goal.asin}]", "click[Features]",
+               "click[Nonsense]", "click[Buy Now]", "click[< Prev]", "click[Buy Now]"]  # fmt: skip
+    model = scripted([f" {a}" for a in actions])
+    result = await evaluate(_webshop_run_config(tmp_path, protocol), model=model)
+    (row,) = records(result.run_dir)
+    seen = [e["observation"] for e in row["trajectory"][0]["events"] if e["type"] == "tool_execution_finished"]
+    first = row["trajectory"][0]["first_observation"]
+    if protocol == "paper":  # the instruction page, then the sub-page, again; a known button stays invalid
+        assert seen[0] == first and seen[4] == seen[3] and seen[5] == "Invalid action!"
+    else:
+        assert seen[0] == seen[4] == seen[5] == "Invalid action!"
+    assert row["reason"] == "done" and row["reward"] is not None  # the last Buy Now, from the item page

@@ -10,8 +10,12 @@ ReAct paper's notebook ran it (github:ysymyth/ReAct, WebShop.ipynb).
   own server, started in process for the run on a free port (``webshop.url: null``, the default).
 - Protocol (``protocol=paper``): 15 steps, stop ``\\n``, greedy decoding, 100 tokens per step, the
   trajectory cut to the last ``6400 - len(prompt)`` characters before each call (``context=window``,
-  the notebook's own remedy). The notebook's loop executed at most 14 actions in its 15 iterations
-  (the first is the reset); here 15 steps are 15 actions, as the paper's text says.
+  the notebook's own remedy). As the notebook's loop: 15 model calls, of which the first 14
+  actions are executed; the 15th is asked for and never executed (its 15 iterations began with
+  the reset), so an episode that has not bought by then scores 0, and a click the instruction
+  page or a sub-page does not offer shows that page again (the notebook's server did). Under
+  ``protocol=custom``: the 15th action is executed, and such a click is ``Invalid action!``
+  (docs/decisions.md).
 - Scores: ``score`` (the reward, in [0, 1]; the paper's "score" is its mean x 100) and ``success``
   (reward 1). The paper's Table 4 (PaLM-540B, one-shot): ReAct 66.6 / 40.0, Act 62.3 / 30.1; IL
   59.9 / 29.1, IL+RL 62.4 / 28.7, human experts 82.1 / 59.6.
@@ -72,7 +76,7 @@ class WebShopTask(OneGroupPrompts):
         answers=False,
         modes=("react", "act"),
         groups=("category",),
-        protocol={"max_steps": 15, "context": "window"},
+        protocol={"max_steps": 15, "context": "window", "act_at_cap": False},
     )
     env_group: ClassVar[str | None] = "webshop"
 
@@ -80,7 +84,14 @@ class WebShopTask(OneGroupPrompts):
         self.coverage: Coverage | None = None
 
     def env_config(self, values: Mapping[str, Any], protocol: str) -> WebShopConfig:
-        return WebShopConfig.from_mapping(values)
+        """``webshop.clicks`` as the protocol has it: the notebook's under ``protocol=paper``."""
+        config = WebShopConfig.from_mapping(values)
+        if protocol == "paper" and config.clicks not in (None, "notebook"):
+            raise ConfigError(
+                f"protocol=paper fixes webshop.clicks=notebook for task=webshop; you asked for "
+                f"webshop.clicks={config.clicks}. Add protocol=custom to run outside the paper's protocol."
+            )
+        return replace(config, clicks=config.clicks or ("notebook" if protocol == "paper" else "strict"))
 
     def examples(self, config: TaskConfig, env_config: WebShopConfig | None = None) -> list[Example]:
         env = env_config if env_config is not None else WebShopConfig()
@@ -134,6 +145,8 @@ class WebShopTask(OneGroupPrompts):
 
     def environment(self, config: TaskConfig, env_config: WebShopConfig) -> WebShopFactory:
         if env_config.url is not None:
-            return WebShopFactory(env_config.url, env_config.timeout_s)
+            return WebShopFactory(env_config.url, env_config.timeout_s, notebook_clicks=env_config.clicks == "notebook")
         server = start_server(env_config)
-        return WebShopFactory(server.url, env_config.timeout_s, server=server)
+        return WebShopFactory(
+            server.url, env_config.timeout_s, server=server, notebook_clicks=env_config.clicks == "notebook"
+        )

@@ -24,6 +24,9 @@ from react_bench.settings import default
 __all__ = ["WebShopConfig", "start_server", "webshop_format"]
 
 
+CLICKS = ("notebook", "strict")  # what a click the page does not offer gets (webshop.clicks)
+
+
 @dataclass(frozen=True)
 class WebShopConfig:
     url: str | None = default("webshop.url")  # the defaults: react_bench/settings.py
@@ -31,6 +34,7 @@ class WebShopConfig:
     products: int = default("webshop.products")
     goals: int = default("webshop.goals")
     timeout_s: float = field(default=float(default("webshop.timeout_s")), metadata=OPERATIONAL)
+    clicks: str | None = default("webshop.clicks")  # notebook | strict; None: the protocol's (task's env_config)
 
     def __post_init__(self) -> None:
         if self.products < 1 or self.goals < 1:
@@ -39,6 +43,8 @@ class WebShopConfig:
             )
         if self.timeout_s <= 0:
             raise ConfigError(f"webshop.timeout_s={self.timeout_s}: must be more than 0")
+        if self.clicks not in (None, *CLICKS):
+            raise ConfigError(f"webshop.clicks={self.clicks!r}: choose one of {', '.join(CLICKS)}")
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> WebShopConfig:

@@ -13,9 +13,11 @@ result's ASIN on a results page, an option value on an item page (``You have cli
 page), ``Buy Now`` (the episode ends; the reward is read from the done page); ``think[...]`` is
 answered ``OK.``. Anything else, or an action the page does not offer, is ``Invalid action!``
 (an ``is_error`` observation). As in the notebook, ``Next >`` and ``< Prev`` on a results page are
-invalid (it allowed only the first page of results). One deliberate difference: a click the page
-does not offer on the instruction page or a sub-page is ``Invalid action!`` (the notebook showed
-the page again).
+invalid (it allowed only the first page of results). A click the instruction page or a sub-page
+does not offer (not one of the buttons the notebook knew: ``Buy Now``, ``Back to Search``,
+``Next >``, ``< Prev``, the sub-pages) shows that page again with ``notebook_clicks`` (the
+notebook's, ``protocol=paper``: its loop asked the server for the same page), and is
+``Invalid action!`` without (``protocol=custom``, the project's own choice).
 
 A server that cannot be reached, answers with an error status, or sends a page it cannot have
 meant (an empty body, binary bytes, HTML that is not the page asked for: an instruction page
@@ -85,10 +87,14 @@ class Session:
     option_groups: dict[str, str] = field(default_factory=dict)  # value -> group, of the last item page
 
 
+KNOWN_BUTTONS = frozenset({"Buy Now", "Back to Search", "Next >", "< Prev", *SUB_PAGES})  # the notebook's own
+
+
 class WebShopEnv:
-    def __init__(self, url: str, client: httpx2.Client):
+    def __init__(self, url: str, client: httpx2.Client, notebook_clicks: bool = False):
         self.url = url.rstrip("/")
         self.client = client
+        self.notebook_clicks = notebook_clicks
         self.session_id = ""
         self.state = Session()
         self._lock = asyncio.Lock()
@@ -142,6 +148,8 @@ class WebShopEnv:
                 s.options[s.option_groups[value]] = value
                 await self._show()
                 return Observation(f"You have clicked {value}.")
+            case ("init" | "item_sub", other) if self.notebook_clicks and other not in KNOWN_BUTTONS:
+                pass  # the notebook: the same page, asked for again
             case _:
                 return Observation(INVALID, is_error=True)
         return await self._observe()
@@ -219,12 +227,13 @@ class WebShopFactory:
     url: str
     timeout_s: float = 30.0
     server: Any = None  # the project's own server, started for this run (stopped by close)
+    notebook_clicks: bool = False  # protocol=paper: an unoffered click shows the page again
 
     def __post_init__(self) -> None:
         self.client = httpx2.Client(timeout=self.timeout_s)
 
     def __call__(self) -> WebShopEnv:
-        return WebShopEnv(self.url, self.client)
+        return WebShopEnv(self.url, self.client, self.notebook_clicks)
 
     def close(self) -> None:
         self.client.close()
