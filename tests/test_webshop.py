@@ -507,8 +507,17 @@ def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path)
 def _webshop_run_config(tmp_path: Path, protocol: str) -> RunConfig:
     from tests.support import composed
 
-    cfg = composed("task=webshop", "model=scripted", f"protocol={protocol}", "webshop.products=200", "webshop.goals=20",
-                   "n=1", f"results_dir={tmp_path / protocol}", "progress=false", "show=none")  # fmt: skip
+    cfg = composed(
+        "task=webshop",
+        "model=scripted",
+        f"protocol={protocol}",
+        "webshop.products=200",
+        "webshop.goals=20",
+        "n=1",
+        f"results_dir={tmp_path / protocol}",
+        "progress=false",
+        "show=none",
+    )
     return RunConfig.from_mapping(cfg)
 
 
@@ -537,8 +546,16 @@ async def test_a_click_the_page_does_not_offer_shows_it_again_under_the_papers_p
     scripted: Any, tmp_path: Path, protocol: str
 ) -> None:
     goal = Catalog.generate(0, 200, 20).goals[0]
-    actions = ["click[Nonsense]", f"search[{goal_query(goal)}]", f"click[{goal.asin}]", "click[Features]",
-               "click[Nonsense]", "click[Buy Now]", "click[< Prev]", "click[Buy Now]"]  # fmt: skip
+    actions = [
+        "click[Nonsense]",
+        f"search[{goal_query(goal)}]",
+        f"click[{goal.asin}]",
+        "click[Features]",
+        "click[Nonsense]",
+        "click[Buy Now]",
+        "click[< Prev]",
+        "click[Buy Now]",
+    ]
     model = scripted([f" {a}" for a in actions])
     result = await evaluate(_webshop_run_config(tmp_path, protocol), model=model)
     (row,) = records(result.run_dir)
