@@ -300,6 +300,7 @@ CORRUPT = {
     "traj_data.json binary": ("traj_data.json", bytes(range(256))),
     "traj_data.json a list": ("traj_data.json", b"[1, 2, 3]"),
     "traj_data.json without task_type": ("traj_data.json", "drop:task_type"),
+    "traj_data.json nested past the parser's depth": ("traj_data.json", b"[" * 100_000 + b"]" * 100_000),
 }
 
 

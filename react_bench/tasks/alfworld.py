@@ -166,6 +166,8 @@ def _json_object(path: Path) -> dict[str, Any] | str:
         return f"{path}: not UTF-8 text (a binary file?)"
     except ValueError as exc:
         return f"{path}: not JSON ({type(exc).__name__}: {str(exc)[:120]})"
+    except RecursionError:  # arrays or objects nested past the parser's depth
+        return f"{path}: JSON nested too deep to read"
     except OSError as exc:
         return f"{path}: cannot be read ({exc.strerror or exc})"
     return value if isinstance(value, dict) else f"{path}: a JSON {type(value).__name__}, not an object"
