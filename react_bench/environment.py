@@ -56,6 +56,12 @@ class Example:
     question: str  # the input shown in results: a question, a claim, a goal, an instruction
     gold: str  # the reference answer ("" where the environment's reward decides)
     metadata: dict[str, Any] = field(default_factory=dict, compare=False)
+    epoch: int = 1  # the attempt (``epochs=k``: 1..k); its own record line, cache keys and seeds
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """The attempt's identity in a run folder: (id, epoch)."""
+        return self.id, self.epoch
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from typing import Any
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
+from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
@@ -47,8 +48,12 @@ class Solved:
 
 async def solve_example(solver: Solver, example: Example, sink: Sink | None = None) -> Solved:
     started = time.monotonic()
-    with example_scope(example.id) as calls, counting_scope() as counts:
-        outcome = await solver.solve(example, sink)
+    attempt = ATTEMPT.set(example.epoch)
+    try:
+        with example_scope(example.id, example.epoch) as calls, counting_scope() as counts:
+            outcome = await solver.solve(example, sink)
+    finally:
+        ATTEMPT.reset(attempt)
     return Solved(outcome, calls, counts, time.monotonic() - started)
 
 

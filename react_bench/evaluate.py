@@ -45,7 +45,7 @@ from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
-from react_bench.models.replay import CassetteKind, cassette_line
+from react_bench.models.replay import CassetteKind, attempt_key, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
 from react_bench.record import ExampleRecord, RunMetrics
@@ -169,13 +169,15 @@ class Run:
         not_applied = not_applied_settings(stack.top, solver)
         settings = {
             "protocol": cfg.protocol,
-            "solve": _jsonable(asdict(cfg.solve)),
+            "solve": _solve_fingerprint(cfg.solve),
             "task": cfg.task.name,
             "split": cfg.task.split,
             "not_applied": not_applied,  # a protocol setting the model refused changes the protocol
             "model": _jsonable(cfg.model.fingerprint()),
             "env": _env_settings(env) if env_factory else None,
         }
+        if cfg.epochs > 1:  # (a run of one attempt keeps the fingerprint runs have always had)
+            settings["epochs"] = cfg.epochs
         ids = [e.id for e in examples]
         fingerprint = protocol_fingerprint(ids, {k: p.sha256 for k, p in prompts.items()}, settings)
         run_id = cfg.run_id or new_run_id(cfg)
@@ -225,6 +227,7 @@ class Run:
             "not_applied": self.not_applied,
             "prompts": {k: {"source": p.source, "sha256": p.sha256} for k, p in self.prompts.items()},
             "n_examples": len(self.examples),
+            "epochs": self.cfg.epochs,
             "coverage": _jsonable(asdict(task.coverage)) if task.coverage is not None else None,
             "example_ids": [e.id for e in self.examples],
         }
@@ -237,13 +240,13 @@ class Run:
         finally:
             rundir.release(run_dir)  # the folder is free for the next process
 
-    async def _execute(self, done: set[str], on_event: EventSink | None, deltas: bool) -> RunResult:
+    async def _execute(self, done: set[rundir.Attempt], on_event: EventSink | None, deltas: bool) -> RunResult:
         cfg, run_dir = self.cfg, self.run_dir
         if not (run_dir / rundir.RUN_JSON).exists():
             rundir.write_json(run_dir / rundir.RUN_JSON, self.header())
         for line in self.not_applied:
             print(f"note: {self.model.name} does not take {line}; the run records it as not applied", file=self.out)
-        todo = [e for e in self.examples if e.id not in done]
+        todo = [a for a in self.attempts() if a.key not in done]
         executor = await self.executor(todo, events=on_event is not None or cfg.show == "trajectories")
         try:
             await executor.prepare(todo)
@@ -259,6 +262,10 @@ class Run:
         metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
         rundir.write_json(run_dir / rundir.METRICS, metrics.to_dict())
         return RunResult(run_dir, metrics, n_new)
+
+    def attempts(self) -> list[Example]:
+        """Every example once per epoch, epoch by epoch (``epochs=1``: the examples)."""
+        return [replace(e, epoch=k) for k in range(1, self.cfg.epochs + 1) for e in self.examples]
 
     async def executor(self, todo: list[Example], *, events: bool) -> Executor:
         """Where the episodes run (``executor=``, ``batch=``): this process, Ray workers, or this
@@ -315,7 +322,7 @@ class Run:
     ) -> int:
         cfg, run_dir, out = self.cfg, self.run_dir, self.out
         deltas = deltas and on_event is not None  # the caller's own sink (on_event is wrapped below)
-        n_total = len(self.examples)
+        n_total = len(self.examples) * cfg.epochs
         concurrency = cfg.concurrency
         if concurrency > MAX_CONCURRENCY:
             print(
@@ -348,7 +355,7 @@ class Run:
         async def one(example: Example) -> None:
             nonlocal finished
             async with semaphore:
-                if budget is not None and not await budget.admit(example.id):
+                if budget is not None and not await budget.admit(attempt_key(example.id, example.epoch)):
                     return  # left for a resumed run with a larger budget
                 sink = None if on_event is None else functools.partial(on_event, example.id)
                 if printer is not None:
@@ -356,8 +363,8 @@ class Run:
                 solved = await executor.solve(example, sink)
                 record = self.record(example, solved, batched)
                 if budget is not None:
-                    await budget.done(example.id, record.cost_usd)
-                cassette = cassette_line(example.id, solved.calls, cassette_kind)
+                    await budget.done(attempt_key(example.id, example.epoch), record.cost_usd)
+                cassette = cassette_line(example.id, solved.calls, cassette_kind, example.epoch)
                 lines = rundir.json_line(record.to_dict()), rundir.json_line(cassette)
             # The next example may start while these lines go to disk; this one counts once they are there.
             await writer.write(*lines)
@@ -553,7 +560,17 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         vote=outcome.vote,
         metadata=_jsonable(example.metadata),
         trajectory=tuple(outcome.episodes),
+        epoch=example.epoch,
     )
+
+
+def _solve_fingerprint(solve: Any) -> dict[str, Any]:
+    """The solve settings as the fingerprint holds them: a loop setting at its default that runs
+    before it existed also had is left out, so those runs keep their fingerprint (and resume)."""
+    settings = _jsonable(asdict(solve))
+    if settings["loop"].get("act_at_cap") is True:
+        del settings["loop"]["act_at_cap"]
+    return settings
 
 
 def _env_settings(env: Any) -> dict[str, Any] | None:

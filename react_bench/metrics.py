@@ -128,6 +128,25 @@ def label_accuracy(predictions: Sequence[str], golds: Sequence[str]) -> LabelAcc
     return LabelAccuracy(correct / total if total else 0.0, correct, total, out)
 
 
+# --- repeated attempts (epochs) ------------------------------------------------------------
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """The chance that some of ``k`` attempts drawn from an example's ``n`` (``c`` right) is right:
+    the unbiased estimator ``1 - C(n - c, k) / C(n, k)`` (Chen et al., 2021)."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """The chance that all of ``k`` attempts drawn from an example's ``n`` are right: ``C(c, k) /
+    C(n, k)`` (pass^k, Yao et al., 2024, tau-bench): how reliably, not how possibly."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass^k needs 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}")
+    return math.comb(c, k) / math.comb(n, k)
+
+
 # --- confidence intervals and paired tests -------------------------------------------------
 
 

@@ -178,6 +178,7 @@ class ExampleRecord:
     cost_usd: float | None = None  # None: a model with no price, never a silent 0
     saved_usd: float | None = None
     worker: str | None = None  # the Ray node and process that ran it (executor=ray)
+    epoch: int = 1  # the attempt (epochs=k: 1..k); a line per attempt
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -217,6 +218,8 @@ class ExampleRecord:
         )
         if self.worker is not None:
             out["worker"] = self.worker
+        if self.epoch != 1:
+            out["epoch"] = self.epoch
         out["record_version"] = self.version
         return out
 
@@ -255,6 +258,7 @@ class ExampleRecord:
             cost_usd=data.get("cost_usd"),
             saved_usd=data.get("saved_usd", 0.0),  # version 1 before it was kept: nothing served from a cache
             worker=data.get("worker"),
+            epoch=int(data.get("epoch") or 1),
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 
@@ -297,6 +301,7 @@ class RunHeader:
     endpoint: str | None = None  # host[:port]; None: no server, or a run made before it was recorded
     sdk: str | None = None
     coverage: Mapping[str, Any] | None = None
+    epochs: int = 1  # attempts per example
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> RunHeader:
@@ -312,6 +317,7 @@ class RunHeader:
             endpoint=data.get("endpoint"),
             sdk=data.get("sdk"),
             coverage=data.get("coverage"),
+            epochs=int(data.get("epochs") or 1),
         )
 
     @staticmethod
@@ -430,6 +436,11 @@ class RunMetrics:
     invalid_rate: float = 0.0
     think_share: float = 0.0
     by_group: Mapping[str, Mapping[str, GroupScore]] = field(default_factory=dict)
+    # epochs=k (k > 1): pass@j (some of j attempts right, the unbiased estimator) and pass^j (all j
+    # right), for j = 1..k, each a mean over examples with its interval
+    epochs: int = 1
+    pass_at: Mapping[int, Score] = field(default_factory=dict)
+    pass_hat: Mapping[int, Score] = field(default_factory=dict)
     over_budget: int = 0  # examples not started because max_cost_usd would have been passed
 
     @property
@@ -500,6 +511,10 @@ class RunMetrics:
             },
             over_budget=self.over_budget,
         )
+        if self.epochs > 1:
+            out["epochs"] = self.epochs
+            out["pass_at_k"] = {str(k): v.to_dict() for k, v in self.pass_at.items()}
+            out["pass_hat_k"] = {str(k): v.to_dict() for k, v in self.pass_hat.items()}
         return out
 
     @staticmethod
@@ -564,6 +579,9 @@ class RunMetrics:
                 for key, values in groups.items()
             },
             over_budget=int(data.get("over_budget") or 0),
+            epochs=int(data.get("epochs") or 1),
+            pass_at={int(k): Score.from_dict(v) for k, v in (data.get("pass_at_k") or {}).items()},
+            pass_hat={int(k): Score.from_dict(v) for k, v in (data.get("pass_hat_k") or {}).items()},
         )
 
     @staticmethod

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import groundable, grounded, score_ci
+from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
 from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
@@ -109,7 +109,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         mode=run.mode,
         runner=run.runner,
         n=len(rows),
-        n_planned=run.n_examples,
+        n_planned=run.n_examples * run.epochs,
         primary_metric=info.primary_metric,
         metrics=tuple(info.metrics),
         scores=scores,
@@ -154,7 +154,27 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         invalid_rate=acted["invalid"] / actions if actions else 0.0,
         think_share=acted["think"] / actions if actions else 0.0,
         by_group=_breakdown(rows, info),
+        epochs=run.epochs,
+        pass_at=_repeated(records, run.epochs, pass_at_k),
+        pass_hat=_repeated(records, run.epochs, pass_hat_k),
     )
+
+
+def _repeated(
+    records: list[ExampleRecord], epochs: int, estimate: Callable[[int, int, int], float]
+) -> dict[int, Score]:
+    """pass@k or pass^k (``estimate``) for k = 1 .. the fewest attempts any example has (``epochs``
+    when the run is whole), each the mean over examples of the per-example estimate, with its interval."""
+    if epochs < 2 or not records:
+        return {}
+    attempts: dict[str, list[bool]] = {}
+    for r in records:
+        attempts.setdefault(r.id, []).append(r.correct)
+    out: dict[int, Score] = {}
+    for k in range(1, min(epochs, *(len(a) for a in attempts.values())) + 1):
+        ci = score_ci([estimate(len(a), sum(a), k) for a in attempts.values()], seed=0)
+        out[k] = Score(ci.mean, (ci.low, ci.high), ci.method)
+    return out
 
 
 # One label per example, the first that applies, in this order (the paper's Table 2, automatically).
@@ -300,7 +320,15 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
         if metrics.mode in figures:
             said = "NOT LIKE FOR LIKE: this run is protocol=custom" if custom else ""
             rows.append((f"paper ({source})", f"{figures[metrics.mode]:.1f}", said))
-    rows.append(("examples", f"{metrics.n}/{metrics.n_planned}", "scores are over all of them"))
+    for k, score in metrics.pass_at.items():
+        rows.append((f"pass@{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
+    for k, score in metrics.pass_hat.items():
+        rows.append((f"pass^{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
+    if metrics.epochs > 1:
+        what = f"{metrics.epochs} attempts per example; scores are over every attempt"
+        rows.append(("attempts", f"{metrics.n}/{metrics.n_planned}", what))
+    else:
+        rows.append(("examples", f"{metrics.n}/{metrics.n_planned}", "scores are over all of them"))
     if metrics.errors:
         rows.append(("ERRORS", str(metrics.errors), "examples a fault kept from answering, scored as wrong"))
     if metrics.retries:

@@ -101,6 +101,7 @@ class RunConfig:
     resume: bool = default("resume")
     retry_errors: bool = default("retry_errors")  # with resume: run the examples that ended in an error again
     concurrency: int = default("concurrency")
+    epochs: int = default("epochs")  # attempts per example (pass@k, pass^k)
     progress: bool = default("progress")
     show: Show = default("show")  # summary | trajectories | none (console.py)
     dry_run: bool = default("dry_run")  # no model call: the first request and the run's estimate (estimate.py)
@@ -126,6 +127,11 @@ class RunConfig:
         concurrency = _int(cfg, "concurrency", default("concurrency"))
         if concurrency < 1:
             raise ConfigError(f"concurrency={concurrency}: must be at least 1")
+        epochs = _int(cfg, "epochs", default("epochs"))
+        if epochs < 1:
+            raise ConfigError(f"epochs={epochs}: must be at least 1 (attempts per example)")
+        if epochs > 1 and _bool(cfg, "batch"):
+            raise ConfigError("batch=true with epochs>1: a batch answers each request once; run the epochs live")
 
         task = _task_config(cfg, model)
         info = task_info(task.name)
@@ -148,6 +154,7 @@ class RunConfig:
             resume=_bool(cfg, "resume"),
             retry_errors=_bool(cfg, "retry_errors"),
             concurrency=concurrency,
+            epochs=epochs,
             progress=_bool(cfg, "progress", default("progress")),
             show=check_show(str(cfg.get("show") or default("show"))),
             request_cache=_cache_mode(cfg.get("cache", default("cache"))),

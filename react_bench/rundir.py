@@ -150,9 +150,14 @@ def _owner(fd: int) -> str:
         return "its pid is not readable"
 
 
-def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str, dry_run: bool = False) -> set[str]:
-    """Create the run folder, or continue it: the ids already finished there. A folder that
-    holds only a dry run's files counts as new."""
+Attempt = tuple[str, int]  # an example's id and its epoch: one line of each file
+
+
+def prepare(
+    run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str, dry_run: bool = False
+) -> set[Attempt]:
+    """Create the run folder, or continue it: the attempts (id, epoch) already finished there. A
+    folder that holds only a dry run's files counts as new."""
     if run_dir.is_dir() and any(p.name not in DRY_RUN_FILES | {LOCK} for p in run_dir.iterdir()):
         if dry_run:
             raise ConfigError(f"{run_dir} holds a run; a dry run needs a new run_id")
@@ -183,11 +188,11 @@ def prepare(run_dir: Path, *, resume: bool, retry_errors: bool, fingerprint: str
     return set()
 
 
-def errored_ids(examples: Path) -> set[str]:
+def errored_ids(examples: Path) -> set[Attempt]:
     return {i for i, raw in complete_lines(examples).items() if json.loads(raw).get("reason") == "error"}
 
 
-def keep_superseded(run_dir: Path, ids: set[str]) -> None:
+def keep_superseded(run_dir: Path, ids: set[Attempt]) -> None:
     """Append the lines of ``ids`` to superseded.jsonl (fsynced) before they leave examples.jsonl,
     each line once: a crash between the two steps and a second retry add nothing twice."""
     lines = [raw for id_, raw in complete_lines(run_dir / EXAMPLES).items() if id_ in ids]
@@ -201,8 +206,8 @@ def keep_superseded(run_dir: Path, ids: set[str]) -> None:
             os.fsync(f.fileno())
 
 
-def finished_ids(examples: Path, calls: Path, drop: set[str] | None = None) -> set[str]:
-    """Ids with a complete line in BOTH files (less ``drop``); both files are cut back to those."""
+def finished_ids(examples: Path, calls: Path, drop: set[Attempt] | None = None) -> set[Attempt]:
+    """Attempts with a complete line in BOTH files (less ``drop``); both files are cut back to those."""
     kept_examples, kept_calls = complete_lines(examples), complete_lines(calls)
     done = (set(kept_examples) & set(kept_calls)) - (drop or set())
     for path, kept in ((examples, kept_examples), (calls, kept_calls)):
@@ -214,10 +219,11 @@ def finished_ids(examples: Path, calls: Path, drop: set[str] | None = None) -> s
     return done
 
 
-def complete_lines(path: Path) -> dict[str, bytes]:
-    """The intact JSON lines of ``path`` by id: a damaged line is dropped and those after it
-    kept (a line without its newline is the last, cut by a crash); an id's first line counts."""
-    lines: dict[str, bytes] = {}
+def complete_lines(path: Path) -> dict[Attempt, bytes]:
+    """The intact JSON lines of ``path`` by attempt (id, epoch; a line without an epoch is the
+    first): a damaged line is dropped and those after it kept (a line without its newline is the
+    last, cut by a crash); an attempt's first line counts."""
+    lines: dict[Attempt, bytes] = {}
     if not path.exists():
         return lines
     with path.open("rb") as f:
@@ -226,7 +232,7 @@ def complete_lines(path: Path) -> dict[str, bytes]:
                 if not raw.endswith(b"\n"):
                     raise ValueError("no newline")
                 record = json.loads(raw)
-                lines.setdefault(str(record["id"]), raw)
+                lines.setdefault((str(record["id"]), int(record.get("epoch") or 1)), raw)
             except (ValueError, KeyError, TypeError):
                 continue  # damaged: this example runs again, the others stand
     return lines

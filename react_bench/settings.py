@@ -44,6 +44,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("offset", 0, "skip the first examples of the split"),
     Setting("ids", None, "explicit example ids (list or one id)"),
     Setting("on_missing", "error", "error | skip (report coverage) when the split's file lacks examples"),
+    Setting(
+        "epochs",
+        1,
+        "attempts per example (a line each): pass@k and pass^k for k <= epochs; each attempt its "
+        "own cache keys and seeds",
+    ),
     Setting("data_dir", None, "else $REACT_BENCH_DATA_DIR, ./data, ../shared/data"),
     Setting(
         "protocol",

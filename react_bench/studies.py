@@ -101,6 +101,9 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "failure_labels": dict(m.failure_labels) if m else {},
                 "pair": tuple(config.get("prompt_pair") or ()) or None,
                 "by_type": {k: g.mean for k, g in groups.items()},
+                "epochs": m.epochs if m else 1,
+                "pass_at_k": {k: v.mean for k, v in m.pass_at.items()} if m else {},
+                "pass_hat_k": {k: v.mean for k, v in m.pass_hat.items()} if m else {},
             }
         )
     return pd.DataFrame(rows)
@@ -109,7 +112,11 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
 def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
     marks = ("*" if row["protocol"] == "custom" else "") + ("†" if len(ids_of_task) > 1 else "")
     marks += ("‡" if row["errors"] else "") + ("§" if row["not_applied"] else "")
-    return f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={row['n']}){marks}"
+    cell = f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={row['n']}){marks}"
+    if row.get("pass_at_k"):  # several attempts per example: how possibly, how reliably (the largest k)
+        k = max(row["pass_at_k"])
+        cell += f"; pass@{k} {100 * row['pass_at_k'][k]:.1f}, pass^{k} {100 * row['pass_hat_k'][k]:.1f}"
+    return cell
 
 
 ROW_KEYS = ("mode", "runner", "model")  # a row of Table 1: what was asked, how, of whom
@@ -302,10 +309,10 @@ def paired(runs: Any) -> list[dict[str, Any]]:
 def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
     """The examples two runs over the same ids got differently (right in one, wrong in the other),
     with both answers, the gold and where each trajectory lies (the run folder and the id)."""
-    a_records = {r.id: r for r in iter_example_records(Path(a_dir))}
+    a_records = {r.id: r for r in iter_example_records(Path(a_dir)) if r.epoch == 1}  # first attempts
     out = []
     for b in iter_example_records(Path(b_dir)):
-        a = a_records.get(b.id)
+        a = a_records.get(b.id) if b.epoch == 1 else None
         if a is None or a.correct == b.correct:
             continue
         out.append(
@@ -333,7 +340,9 @@ def _label(row: Any) -> str:
 
 
 def _correct_by_id(run_dir: Path) -> dict[str, float]:
-    return {r.id: float(r.correct) for r in iter_example_records(run_dir)}
+    """Each example's first attempt (a run of several epochs is paired on its first; its pass@k
+    and pass^k are in its own row)."""
+    return {r.id: float(r.correct) for r in iter_example_records(run_dir) if r.epoch == 1}
 
 
 def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) -> list[float]:

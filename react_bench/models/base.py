@@ -12,6 +12,7 @@ according to the model's ``ModelCapabilities`` and names them, so that a run can
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -120,6 +121,8 @@ class ModelRequest:
     thinking: ThinkingConfig | None = None
     # Distinguishes otherwise identical sampled calls (CoT-SC sample k): each its own cache key.
     sample_index: int | None = None
+    # The attempt (``epochs=k``): None for the first, 2..k after, each its own cache key and seed.
+    epoch: int | None = None
     # Prompt-cache breakpoints: (message index, block index) of blocks that a later request
     # repeats, chosen by the policy that built the request; None: the client's default.
     cache_points: tuple[tuple[int, int], ...] | None = None
@@ -257,6 +260,29 @@ class ModelLayer:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+# The attempt of the example being solved (``epochs=k``: 1..k), set around each attempt
+# (``episode.solve_example``, in this process or a Ray worker's) and put on its requests by the
+# stack's top layer (``AttemptModel``), so no policy needs to know it.
+ATTEMPT: ContextVar[int] = ContextVar("react_bench_attempt", default=1)
+EPOCH_SEED_STRIDE = 10_000  # a sampled call's seed: seed + sample_index + (epoch - 1) x this
+
+
+def call_seed(seed: int, request: ModelRequest) -> int:
+    """The seed a sampling client sends for ``request``: CoT-SC's sample and the attempt apart."""
+    return seed + (request.sample_index or 0) + EPOCH_SEED_STRIDE * ((request.epoch or 1) - 1)
+
+
+@dataclass
+class AttemptModel(ModelLayer):
+    """The top of a run's stack: each request carries its attempt (``ATTEMPT``) from the second on."""
+
+    inner: ModelClient
+
+    def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        epoch = ATTEMPT.get()
+        return stream_response(self.inner, request if epoch == 1 else replace(request, epoch=epoch))
 
 
 def adapt_request(request: ModelRequest, caps: ModelCapabilities) -> tuple[ModelRequest, tuple[str, ...]]:

@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from react_bench.events import StreamEvent
 from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, endpoint_of, stream_response
@@ -56,6 +56,15 @@ def default_request_cache_dir() -> Path:
 _NOT_IN_KEY = frozenset({"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch"})
 
 
+def _request_fields(request: ModelRequest) -> dict[str, Any]:
+    """The request as the key holds it: the attempt only from the second on, so a run without
+    ``epochs`` (and every attempt's first) keeps the keys runs have always had."""
+    fields = dataclasses.asdict(request)
+    if fields.get("epoch") is None:
+        del fields["epoch"]
+    return fields
+
+
 def request_key(client: ModelClient, model: str, request: ModelRequest) -> str:
     config = getattr(client, "config", None)
     settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
@@ -64,7 +73,7 @@ def request_key(client: ModelClient, model: str, request: ModelRequest) -> str:
         "endpoint": endpoint_of(client),  # another server is another model, whatever its name
         "settings": {k: v for k, v in settings.items() if k not in _NOT_IN_KEY},  # e.g. prompt_caching
         "model": model,
-        "request": dataclasses.asdict(request),
+        "request": _request_fields(request),
     }
     text = json.dumps(data, sort_keys=True, default=sorted, ensure_ascii=True)  # frozensets: sorted lists
     return hashlib.sha256(text.encode()).hexdigest()

@@ -55,7 +55,15 @@ from typing import Any
 
 from react_bench.errors import ConfigError
 from react_bench.events import BlockStart, BlockStop, MessageStart, MessageStop, StreamEvent, TextDelta, ToolInputDelta
-from react_bench.models.base import OPERATIONAL, ModelCapabilities, ModelError, ModelRequest, NoServer, adapt_request
+from react_bench.models.base import (
+    OPERATIONAL,
+    ModelCapabilities,
+    ModelError,
+    ModelRequest,
+    NoServer,
+    adapt_request,
+    call_seed,
+)
 from react_bench.models.local_chat import TOOL_CLOSE, TOOL_OPEN, ChatPrompt, parse_tool_call, render_chat
 from react_bench.models.local_files import resolve_model_path
 from react_bench.models.stopping import RAW_EXTRA_STOPS, StopScanner
@@ -250,7 +258,7 @@ class LocalModel(NoServer):
             max_tokens=request.max_tokens,
             temperature=temperature,
             top_p=request.top_p if request.top_p is not None else 1.0,
-            seed=self.config.seed + (request.sample_index or 0),
+            seed=call_seed(self.config.seed, request),
         )
 
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:

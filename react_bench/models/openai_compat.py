@@ -57,6 +57,7 @@ from react_bench.models.base import (
     ModelRequest,
     ToolSpec,
     adapt_request,
+    call_seed,
     retry_after_s,
     token_count,
 )
@@ -151,8 +152,8 @@ class OpenAICompatClient:
             args["top_p"] = request.top_p
         if request.stop:
             args["stop"] = list(request.stop)[: self.config.max_stop_sequences]
-        if request.sample_index is not None:
-            args["seed"] = self.config.seed + request.sample_index
+        if request.sample_index is not None or request.epoch is not None:
+            args["seed"] = call_seed(self.config.seed, request)
         if self.config.stream_usage:
             args["stream_options"] = {"include_usage": True}
         return args

@@ -66,11 +66,16 @@ _CURSOR: ContextVar[list[int] | None] = ContextVar("react_bench_cursor", default
 CassetteKind = Literal["completions", "responses"]
 
 
+def attempt_key(example_id: str, epoch: int = 1) -> str:
+    """A cassette's key for an attempt: the id itself for the first (every run before epochs)."""
+    return example_id if epoch == 1 else f"{example_id} (epoch {epoch})"
+
+
 @contextmanager
-def example_scope(example_id: str) -> Iterator[list[Recorded]]:
-    """Within this scope, model calls are recorded for (and replayed from) ``example_id``."""
+def example_scope(example_id: str, epoch: int = 1) -> Iterator[list[Recorded]]:
+    """Within this scope, model calls are recorded for (and replayed from) the attempt."""
     calls: list[Recorded] = []
-    tokens = (_EXAMPLE.set(example_id), _CALLS.set(calls), _CURSOR.set([0]))
+    tokens = (_EXAMPLE.set(attempt_key(example_id, epoch)), _CALLS.set(calls), _CURSOR.set([0]))
     try:
         yield calls
     finally:
@@ -79,14 +84,17 @@ def example_scope(example_id: str) -> Iterator[list[Recorded]]:
         _EXAMPLE.reset(tokens[0])
 
 
-def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind) -> dict[str, Any]:
+def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind, epoch: int = 1) -> dict[str, Any]:
     def entry(call: Recorded) -> Any:
         if isinstance(call, RecordedFailure):
             return {"error": call.message}
         return call.text if kind == "completions" else [block_to_dict(b) for b in call.content]
 
     stops = [c.stop_reason.value if isinstance(c, ModelResponse) and c.stop_reason else None for c in calls]
-    return {"id": example_id, kind: [entry(c) for c in calls], "stop_reasons": stops}
+    line: dict[str, Any] = {"id": example_id, kind: [entry(c) for c in calls], "stop_reasons": stops}
+    if epoch != 1:
+        line["epoch"] = epoch
+    return line
 
 
 @dataclass
@@ -122,7 +130,7 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
             continue
         try:
             record = json.loads(line)
-            example_id = str(record["id"])
+            example_id = attempt_key(str(record["id"]), int(record.get("epoch") or 1))
             if "completions" in record:
                 kinds.add("completions")
                 responses = [_failure(t) or _text_response(t) for t in record["completions"]]

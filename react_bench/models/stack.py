@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from react_bench.errors import ConfigError
-from react_bench.models.base import OPERATIONAL, ModelClient, operational
+from react_bench.models.base import OPERATIONAL, AttemptModel, ModelClient, operational
 from react_bench.models.cache import CachedModel, CacheMode, Pacer
 
 Provider = Literal["local", "anthropic", "openai", "replay", "scripted"]
@@ -158,4 +158,4 @@ def build_stack(
     cache = None
     if request_cache != "off" and spec.provider in CACHED:
         model = cache = CachedModel(model, client=own, mode=request_cache)
-    return ModelStack(RecordingModel(model) if record else model, own, cache)
+    return ModelStack(AttemptModel(RecordingModel(model) if record else model), own, cache)
