@@ -60,7 +60,7 @@ async def solve_example(solver: Solver, example: Example, sink: Sink | None = No
 def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
     task = task if task is not None else load_task(cfg.task.name)
     keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
-    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard")]
+    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard", "react_im")]
     if cfg.prompt_file is not None and len(foreign_keys) > 1:
         raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
     instruction = None

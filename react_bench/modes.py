@@ -14,6 +14,7 @@ it sends) reads that table; ``Solver.solve`` dispatches on it.
 | ``react`` | thoughts, actions, observations | |
 | ``react_cot_sc`` | ReAct | CoT-SC, when ReAct gives no answer within the step cap |
 | ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
+| ``react_im`` | ReAct with Inner-Monologue-style thoughts (its own exemplars; ALFWorld, text runner) | |
 
 Decisions written down:
 - Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes. An
@@ -69,6 +70,15 @@ class ModeSpec:
 
     first: Part
     backoff: Part | None = None
+    prompt: str | None = None  # the text runner's prompt key for the first part, in place of its own
+    tasks: tuple[str, ...] = ()  # the only tasks it runs on (); () every task
+
+    def check(self, name: str, task: str, runner: Runner) -> None:
+        """A mode defined for some tasks or one runner only: a clear ConfigError elsewhere."""
+        if self.tasks and task not in self.tasks:
+            raise ConfigError(f"mode={name} is defined for task={'|'.join(self.tasks)} only, not task={task}")
+        if self.prompt is not None and runner != "text":
+            raise ConfigError(f"mode={name} has text exemplars only; use runner=text")
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -90,7 +100,13 @@ class ModeSpec:
 
     def prompt_keys(self, runner: Runner) -> tuple[str, ...]:
         """The prompt styles the mode loads (``prompts.load_prompt``), in the order they run."""
-        return tuple(dict.fromkeys(prompt_key(part, runner) for part in self.parts))
+        return tuple(dict.fromkeys(self.key_of(part, runner) for part in self.parts))
+
+    def key_of(self, part: Part, runner: Runner) -> str:
+        """The prompt key ``part`` reads in this mode (the mode's own for its first part)."""
+        if self.prompt is not None and part == self.first and runner == "text":
+            return self.prompt
+        return prompt_key(part, runner)
 
 
 def prompt_key(part: Part, runner: Runner) -> str:
@@ -107,7 +123,7 @@ def prompt_key(part: Part, runner: Runner) -> str:
             assert_never(part)
 
 
-Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react"]
+Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im"]
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -116,6 +132,8 @@ MODE_SPECS: dict[str, ModeSpec] = {
     "react": ModeSpec("react"),
     "react_cot_sc": ModeSpec("react", backoff="cot_sc"),
     "cot_sc_react": ModeSpec("cot_sc", backoff="react"),
+    # the paper's Table 3 ablation: ReAct whose thoughts only decompose the goal and name the subgoal
+    "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
 }
 MODES: tuple[str, ...] = get_args(Mode)
 assert MODES == tuple(MODE_SPECS), "Mode and MODE_SPECS name the same modes, in order"
@@ -297,7 +315,7 @@ class Solver:
         probe: bool = False,
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
-        prompt = self.prompts[prompt_key(style, s.runner)].for_example(example, probe)
+        prompt = self.prompts[self.spec.key_of(style, s.runner)].for_example(example, probe)
         view = ContextView(s.context)
         if view.adds_actions:  # the instruction names the extra action
             prompt = replace(prompt, instruction=prompt.instruction + SubagentEnv.note(s.runner))

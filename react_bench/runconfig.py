@@ -32,7 +32,7 @@ from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ModelSpec
-from react_bench.modes import SolveSettings, parse_mode
+from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.settings import default
 from react_bench.tasks import TASKS, task_info
@@ -208,6 +208,7 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
     runner = _section(cfg, "runner")
     mode = parse_mode(str(_section(cfg, "mode").get("name", _SOLVE.mode)))
     _check_mode(mode, info)
+    MODE_SPECS[mode].check(mode, info.name, runner.get("name", "text"))
     on_limit = chosen["on_limit"]
     if on_limit == "backoff":
         if mode not in ("react", "react_cot_sc"):

@@ -386,3 +386,58 @@ async def test_a_game_the_engine_cannot_parse_is_an_error_on_its_example(
     with pytest.raises(EpisodeAbort, match="the engine cannot load .*game.tw-pddl"):
         await env.reset(Example("g", "", "", {"gamefile": str(gamefile)}))
     env.close()
+
+
+# --------------------------------------------------------------------------- ReAct-IM (Table 3's ablation)
+
+
+def test_the_react_im_exemplars_only_decompose_the_goal_and_name_the_subgoal(eval_games: list[Example]) -> None:
+    """The same episodes as ReAct's, whose thoughts never say a subgoal is done, what comes next or
+    where an object is likely to be (by the phrasing the project's ReAct exemplars use for those)."""
+    from react_bench.envs.alfworld.exemplars import IM_FORBIDDEN
+    from react_bench.tasks.alfworld import own_exemplars
+
+    own = own_exemplars(SMALL)
+    assert set(own["react_im"]) == set(own["react"]) and all(len(v) == 3 for v in own["react_im"].values())
+    for kind, texts in own["react_im"].items():
+        for im, react in zip(texts, own["react"][kind], strict=True):
+            thoughts = [line for line in im.splitlines() if line.startswith("> think:")]
+            assert thoughts[0].startswith("> think: To solve the task, I need to")  # the goal, decomposed
+            assert all(line.startswith(("> think: To solve", "> think: I need to")) for line in thoughts)
+            assert not [line for line in thoughts for phrase in IM_FORBIDDEN if phrase in line], kind
+            commands = [line for line in im.splitlines() if line.startswith("> ") and "think:" not in line]
+            assert commands == [line for line in react.splitlines() if line.startswith("> ") and "think:" not in line]
+            react_thoughts = [line for line in react.splitlines() if line.startswith("> think:")]
+            assert any(phrase in line for line in react_thoughts for phrase in IM_FORBIDDEN)  # ReAct's do
+
+
+async def test_mode_react_im_runs_with_its_own_exemplars_and_table3_shows_its_rows(
+    scripted: Any, eval_games: list[Example], shared_data: Path, tmp_path: Path
+) -> None:
+    from react_bench.studies import load_runs, table3
+
+    cfg = replace(
+        RunConfig.from_mapping(composed("task=alfworld", "mode=react_im")),
+        env=SMALL,
+        results_dir=tmp_path,
+        progress=False,
+        model={"provider": "scripted"},
+    )
+    example = eval_games[0]
+    commands = walkthrough(example)
+    model = scripted([f" {c}" for c in commands])
+    result = await evaluate(replace(cfg, task=TaskConfig(name="alfworld", ids=(example.id,))), model=model)
+    prompt = model.requests[0].prompt
+    assert "> think: I need to find a" in prompt and "I will look in" not in prompt and "Now I have" not in prompt
+    assert records(result.run_dir)[0]["reward"] == 1.0
+    rows = table3(load_runs([tmp_path]))
+    labels = list(rows["run"])
+    assert any("react_im/text" in label for label in labels)
+    assert "paper: ReAct-IM (avg)" in labels and "paper: ReAct-IM (best of 6)" in labels
+    im = rows[rows["run"] == "paper: ReAct-IM (best of 6)"].iloc[0]
+    assert (im["Pick"], im["All"]) == ("62", "53")
+    paper = shared_data / "prompts" / "react_alfworld_3prompts.json"
+    with pytest.raises(ConfigError, match="published no ReAct-IM prompts"):
+        build_prompts(replace(cfg, prompt_file=str(paper)))
+    with pytest.raises(ConfigError, match="use runner=text"):
+        RunConfig.from_mapping(composed("task=alfworld", "mode=react_im", "runner=tool_use"))

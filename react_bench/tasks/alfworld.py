@@ -59,6 +59,8 @@ TABLE3 = {
     "Act (best of 6)": (88, 42, 74, 67, 72, 41, 45),
     "ReAct (avg)": (65, 39, 83, 76, 55, 24, 57),
     "ReAct (best of 6)": (92, 58, 96, 86, 78, 41, 71),
+    "ReAct-IM (avg)": (55, 59, 60, 55, 23, 24, 48),
+    "ReAct-IM (best of 6)": (62, 68, 87, 57, 39, 33, 53),
     "BUTLER (best of 8)": (46, 39, 74, 100, 22, 24, 37),
 }
 TABLE3_COLUMNS = (
@@ -143,6 +145,8 @@ def own_exemplars(env: AlfworldConfig) -> dict[str, Any]:
 
     train = generated_split(env, "train")
     path = train / "exemplars.json"
+    if path.exists() and set(json.loads(path.read_text(encoding="utf-8"))) < set(exemplars.STYLES):
+        path.unlink()  # written before a style was added (ReAct-IM): built again, whole
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(exemplars.build(train)), encoding="utf-8")
@@ -198,10 +202,13 @@ class AlfworldTask:
         metrics=("success",),
         primary_metric="success",
         column="ALFWorld success",
-        paper={"PaLM-540B best of 6": {"react": 71.0, "act": 45.0}, "PaLM-540B mean of 6": {"react": 57.0}},
+        paper={
+            "PaLM-540B best of 6": {"react": 71.0, "act": 45.0, "react_im": 53.0},
+            "PaLM-540B mean of 6": {"react": 57.0, "react_im": 48.0},
+        },
         paper_table=TABLE3_SOURCE,
         answers=False,
-        modes=("react", "act"),
+        modes=("react", "act", "react_im"),
         groups=("task_type",),
         shown_groups=("task_type",),
         protocol={"max_steps": 50},
@@ -292,7 +299,12 @@ class AlfworldTask:
         pair: tuple[int, int] | None = None,
     ) -> PromptSpec:
         first, second = pair if pair is not None else (1, 0)
-        prefix = key or ("act" if style in ("act", "tool_use_act") else "react")
+        prefix = key or {"act": "act", "tool_use_act": "act", "react_im": "react_im"}.get(style, "react")
+        if file is not None and prefix == "react_im" and key is None:
+            raise ConfigError(
+                "mode=react_im: the paper published no ReAct-IM prompts; run it with the project's own "
+                "exemplars (no prompt.file), or name the prompts' own key with prompt.key"
+            )
         if file is not None:
             texts = _read(Path(file).expanduser().resolve())
             source = f"{file}#{prefix}_<type>_{first}+{second}"
