@@ -22,6 +22,7 @@ COMMANDS = {
     "eval": "run a benchmark (Hydra settings: react-bench eval --help)",
     "compare": "Table 1, paired tests, diffs, the report of several runs",
     "export": "a run folder to inspect_ai's log, CSV or Parquet",
+    "finetune-data": "fine-tuning data from runs' correct trajectories (the paper's Figure 3)",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
     "make-exemplars": "the project's few-shot exemplars, regenerated",

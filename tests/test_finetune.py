@@ -1,0 +1,91 @@
+"""Fine-tuning data (the paper's Figure 3) from runs made against the Messages API stand-in: only
+correct trajectories, every format loads with ``datasets``, no dev id in train, the manifest's
+counts are the files'."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from react_bench.evaluate import evaluate
+from react_bench.finetune import FORMATS, export_finetune
+from react_bench.modes import SolveSettings
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig, load_task
+from react_bench.testing.messages_server import MessagesServer, claude_model_config
+from tests.support_oracle import Oracle
+
+KEY_ENV = "REACT_BENCH_TEST_FINETUNE_KEY"
+TRAIN_FILE = "hotpotqa/hotpot_train_distractor_200.json"
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+
+
+def run_config(server: MessagesServer, tmp_path: Path, run_id: str, task: TaskConfig, mode: str) -> RunConfig:
+    return RunConfig(
+        task=task,
+        model=claude_model_config(server.base_url, KEY_ENV),  # type: ignore[arg-type]
+        solve=SolveSettings(mode=mode),  # type: ignore[arg-type]
+        results_dir=tmp_path / "results",
+        run_id=run_id,
+        progress=False,
+    )
+
+
+async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Path, key: None) -> None:
+    dev_task = TaskConfig(name="hotpotqa", n=4)
+    train_task = TaskConfig(name="hotpotqa", n=3, data_file=TRAIN_FILE, split="all")
+    dev = load_task("hotpotqa").examples(dev_task)
+    train = load_task("hotpotqa").examples(train_task)
+    golds = {e.question.strip(): e.gold for e in [*dev, *train]}
+    golds[dev[0].question.strip()] = "certainly not the gold"  # one wrong answer: not exported
+    with MessagesServer(responder=Oracle(golds)) as server:
+        runs = [
+            await evaluate(run_config(server, tmp_path, "dev-react", dev_task, "react"), out=io.StringIO()),
+            await evaluate(run_config(server, tmp_path, "train-react", train_task, "react"), out=io.StringIO()),
+        ]
+    out = tmp_path / "finetune"
+    manifest = export_finetune([r.run_dir for r in runs], out)
+    from datasets import load_dataset, load_from_disk
+
+    correct_dev = {
+        json.loads(line)["id"]
+        for line in (runs[0].run_dir / "examples.jsonl").read_text().splitlines()
+        if json.loads(line)["correct"]
+    }
+    assert dev[0].id not in correct_dev and len(correct_dev) == 3
+    for fmt in FORMATS:
+        for split in ("train", "dev"):
+            path = out / fmt / f"{split}.jsonl"
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+            assert len(rows) == manifest["counts"][fmt][split]  # the manifest's counts are the files'
+            if rows:
+                assert len(load_dataset("json", data_files=str(path), split="train")) == len(rows)
+        on_disk = load_from_disk(str(out / fmt / "dataset"))
+        assert {s: len(on_disk[s]) for s in on_disk} == {s: n for s, n in manifest["counts"][fmt].items() if n}
+        train_ids = set(on_disk["train"]["id"])
+        assert train_ids == {e.id for e in train} and not train_ids & {e.id for e in dev}  # no dev id in train
+        assert set(on_disk["dev"]["id"]) == correct_dev  # only correct trajectories
+    paper = [json.loads(line) for line in (out / "paper" / "dev.jsonl").read_text().splitlines()]
+    row = next(r for r in paper if r["id"] == dev[1].id)
+    assert row["style"] == "react" and row["prompt"] == f"Question: {dev[1].question}\n"
+    assert row["target"].startswith("Thought 1:") and "\nObservation 1: " in row["target"]
+    assert row["target"].rstrip().endswith(f"Finish[{dev[1].gold}]") and "Episode finished" not in row["target"]
+    chat = json.loads((out / "chat" / "dev.jsonl").read_text().splitlines()[0])["messages"]
+    assert chat[0]["role"] == "user" and [m["role"] for m in chat[1:4]] == ["assistant", "user", "assistant"]
+    steps = [json.loads(line) for line in (out / "steps" / "dev.jsonl").read_text().splitlines()]
+    second = next(s for s in steps if s["id"] == dev[1].id and s["step"] == 2)
+    assert second["prompt"].startswith(row["prompt"]) and second["prompt"] + second["completion"] in (
+        row["prompt"] + row["target"]
+    )
+    assert manifest["skipped"]["not correct"] == 1 and {s["split"] for s in manifest["sources"]} == {"train", "dev"}
+    with pytest.raises(FileExistsError):
+        export_finetune([runs[0].run_dir], out)  # never over an earlier export
+    again = export_finetune([runs[0].run_dir, runs[0].run_dir], tmp_path / "twice")
+    assert again["counts"]["paper"]["dev"] == 3 and again["skipped"]["duplicate"] >= 3  # identical rows once
