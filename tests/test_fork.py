@@ -1,0 +1,97 @@
+"""Human-in-the-loop edits (the paper's Figure 5): a fork of a recorded HotpotQA trajectory, against
+the Messages API stand-in. Steps 1..k are served from the parent's recording (the stand-in's log
+has no request for them), the edited thought is in every later prompt, the fork's folder names
+its parent."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from react_bench.errors import ConfigError
+from react_bench.evaluate import evaluate
+from react_bench.fork import fork_run
+from react_bench.runconfig import RunConfig
+from react_bench.testing.messages_server import MessagesServer
+from react_bench.testing.walker import Walk, WalkResponder
+from tests.support import REPO, composed
+from tests.support_oracle import gold_answers
+
+KEY_ENV = "REACT_BENCH_TEST_FORK_KEY"
+EDIT = "I was wrong: this edit comes from a human."
+
+
+def _text(body: Any) -> str:
+    return json.dumps(body.body["messages"], ensure_ascii=False)
+
+
+async def test_a_fork_replays_steps_before_the_edit_and_goes_on_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    golds = gold_answers(2)
+    with MessagesServer(responder=WalkResponder(Walk(steps=4, answers=golds))) as server:
+        cfg = RunConfig.from_mapping(
+            composed(
+                "model=claude-sonnet-4-6",
+                f"model.base_url={server.base_url}",
+                f"model.api_key_env={KEY_ENV}",
+                "n=2",
+                f"results_dir={tmp_path}",
+                "run_id=parent",
+                "progress=false",
+                "show=none",
+            )
+        )
+        parent = await evaluate(cfg, out=io.StringIO())
+        example = json.loads((parent.run_dir / "examples.jsonl").read_text().splitlines()[1])
+        assert example["steps"] == 4
+        before = len(server.requests)
+        fork = await fork_run(parent.run_dir, example["id"], 2, EDIT)
+        sent = [_text(b) for b in server.requests[before:]]
+        stops = [b.body.get("stop_sequences") for b in server.requests[before:]]
+    # no request for steps 1-2: the first one the stand-in saw opens step 3, with the edit in it
+    assert len(sent) == 2 == fork.live and fork.replayed == 2
+    assert all("Thought 1:" in s and "Thought 2:" in s for s in sent)
+    assert stops == [["\nObservation 3:"], ["\nObservation 4:"]]  # steps 3 and 4, live
+    assert f"Thought 2: {EDIT}" in sent[0] and "Thought 3:" in sent[0]
+    assert all(f"Thought 2: {EDIT}" in s for s in sent)  # every later prompt holds it
+    note = json.loads((fork.run_dir / "fork.json").read_text())
+    assert (note["parent"], note["parent_run_id"], note["example"], note["step"], note["thought"]) == (
+        str(parent.run_dir),
+        "parent",
+        example["id"],
+        2,
+        EDIT,
+    )
+    assert fork.run_dir.parent == parent.run_dir.parent and fork.run_dir.name.startswith("parent-fork-2-")
+    assert fork.child.steps == 4 and fork.child.prediction == example["prediction"]
+    side = (fork.run_dir / "fork.md").read_text()
+    assert "| 1 (same) |" in side and "| 2 (edited) |" in side and EDIT in side
+    calls = [json.loads(line) for line in (fork.run_dir / "calls.jsonl").read_text().splitlines()]
+    assert EDIT in calls[0]["completions"][1]  # the fork's own cassette holds what it was given
+    with pytest.raises(ConfigError, match="fork at a step from 1 to 3"):
+        await fork_run(parent.run_dir, example["id"], 4, EDIT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "fork.py"),
+            str(parent.run_dir),
+            "--example",
+            "nope",
+            "--step",
+            "1",
+            "--thought",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and "no finished example 'nope'" in done.stderr
