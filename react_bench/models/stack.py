@@ -158,4 +158,5 @@ def build_stack(
     cache = None
     if request_cache != "off" and spec.provider in CACHED:
         model = cache = CachedModel(model, client=own, mode=request_cache)
-    return ModelStack(AttemptModel(RecordingModel(model) if record else model), own, cache)
+    # a run's examples: recorded, and each attempt's requests stamped with it (epochs)
+    return ModelStack(AttemptModel(RecordingModel(model)) if record else model, own, cache)
