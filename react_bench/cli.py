@@ -23,6 +23,7 @@ COMMANDS = {
     "compare": "Table 1, paired tests, diffs, the report of several runs",
     "export": "a run folder to inspect_ai's log, CSV or Parquet",
     "finetune-data": "fine-tuning data from runs' correct trajectories (the paper's Figure 3)",
+    "annotate": "label trajectories for the paper's error analysis (Table 2)",
     "fork": "a recorded trajectory forked at a step with an edited thought (the paper's Figure 5)",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
