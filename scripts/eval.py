@@ -262,6 +262,10 @@ if __name__ == "__main__":
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
     check_group_choices(sys.argv[1:])
+    if "experiment=paper" in sys.argv[1:]:  # every part of the paper, one run after another (or priced)
+        from react_bench.paper import main as paper
+
+        sys.exit(paper(sys.argv[1:]))
     check_selection_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])

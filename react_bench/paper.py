@@ -1,0 +1,273 @@
+"""The whole paper as one command: ``python scripts/eval.py experiment=paper model=<model>``
+runs every table and figure's runs one after another; with ``dry_run=true`` it prices them first,
+without a model call: per part, the calls, tokens, dollars and hours at the model's rate limit.
+
+The parts and their runs (``PARTS``), as the paper ran them:
+- Table 1: HotpotQA and FEVER, each of the seven modes, on the paper's 500 questions / claims
+  (``split=paper500``);
+- Figure 2: CoT-SC's accuracy at k = 1..21, read from Table 1's CoT-SC runs (no run of its own);
+- Table 3: ALFWorld's 134 unseen games, ReAct, Act and ReAct-IM, each with the six orderings of
+  its exemplars (``prompt.pair``);
+- Table 4: WebShop's 500 goals, ReAct and Act;
+- Table 2: labels of Table 1's ReAct and CoT runs (by hand, ``scripts/annotate.py``): no call;
+- Figure 3: the fine-tuning data, ReAct, Act, CoT and Standard on 3,000 HotpotQA train questions
+  (the paper's; given as ``task.data_file``, the offline data has 200 of them);
+- Figure 5: forks of chosen trajectories (``scripts/fork.py``): a few calls each, not priced.
+
+A price is the dry run's for a few examples of each run (every episode to its step cap: an upper
+bound; the prompt cache as the model would use it), scaled to the run's examples (ALFWorld's on 12
+small generated games and exemplars from 18 train games: the same prompt sizes, made in seconds
+the first time instead of minutes). Hours: the calls at
+the model's configured ``requests_per_minute`` (else ``ASSUMED_RPM``, said as assumed) and its
+tokens at ``tokens_per_minute`` where set, whichever is longer, one run after another.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from react_bench.estimate import Estimate, estimate_example
+from react_bench.types import Usage
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # the checkout's (as react_bench/cli.py's scripts)
+ASSUMED_RPM = 50  # Anthropic's lowest tier, where a model config gives no requests_per_minute
+MODES_TABLE1 = ("standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react")
+PAIRS = ("[0,1]", "[1,0]", "[0,2]", "[2,0]", "[1,2]", "[2,1]")
+
+
+@dataclass(frozen=True)
+class Job:
+    overrides: tuple[str, ...]  # the run's settings, as on the command line
+    examples: int  # how many the paper ran
+    priced_on: tuple[str, ...] = ("n=4",)  # the examples a price is the mean of (their settings)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    jobs: tuple[Job, ...]
+    note: str = ""
+
+
+def _job(*overrides: str, examples: int, priced_on: tuple[str, ...] = ("n=4",)) -> Job:
+    return Job(tuple(overrides), examples, priced_on)
+
+
+# ALFWorld priced on 12 generated games (two of each type) with exemplars from 18 train games (the
+# fewest that give three of each type): the same sizes of prompt, made in seconds, not minutes
+ALFWORLD_PRICED_ON = ("alfworld.games=12", "alfworld.train_games=18")
+
+
+PARTS: tuple[Part, ...] = (
+    Part(
+        "Table 1",
+        tuple(
+            _job(f"task={t}", f"mode={m}", "split=paper500", examples=500)
+            for t in ("hotpotqa", "fever")
+            for m in MODES_TABLE1
+        ),
+    ),
+    Part("Figure 2", (), "CoT-SC at k = 1..21 from Table 1's CoT-SC runs"),
+    Part(
+        "Table 3",
+        tuple(
+            _job("task=alfworld", f"mode={m}", f"prompt.pair={p}", examples=134, priced_on=ALFWORLD_PRICED_ON)
+            for m in ("react", "act", "react_im")
+            for p in PAIRS
+        ),
+    ),
+    Part("Table 4", tuple(_job("task=webshop", f"mode={m}", "split=paper500", examples=500) for m in ("react", "act"))),
+    Part("Table 2", (), "labels of Table 1's ReAct and CoT runs, by hand (scripts/annotate.py)"),
+    Part(
+        "Figure 3",
+        tuple(
+            _job("task=hotpotqa", f"mode={m}", "split=all", examples=3000) for m in ("react", "act", "cot", "standard")
+        ),
+        "on HotpotQA's train questions: give their file with +task.data_file=...; then scripts/finetune_data.py",
+    ),
+    Part("Figure 5", (), "forks of chosen trajectories (scripts/fork.py): a few calls each"),
+)
+
+
+@dataclass(frozen=True)
+class Price:
+    part: str
+    runs: int
+    calls: int
+    usage: Usage
+    usd: float | None
+    hours: float
+
+
+def _config(job: Job, model: Sequence[str]) -> Any:
+    from react_bench.runconfig import RunConfig
+
+    settings = [*job.overrides, *job.priced_on, *model, "dry_run=true", "progress=false", "show=none"]
+    return RunConfig.from_mapping(_composed(settings))
+
+
+def _composed(overrides: Sequence[str]) -> dict[str, Any]:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=list(overrides))
+    composed = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(composed, dict)
+    return composed  # type: ignore[return-value]
+
+
+def price_job(job: Job, model: Sequence[str]) -> tuple[Estimate, str]:
+    """One run's upper bound: the first example's estimate (the exemplars written to the prompt
+    cache), and the mean of the others' (read from it) for the rest of the paper's examples."""
+    import asyncio
+
+    from react_bench.evaluate import Run, _caching
+
+    cfg = _config(job, model)
+    run = Run.prepare(cfg, out=io.StringIO())
+    try:
+        caching, minimum = _caching(cfg)
+        questions = [e.question for e in run.examples] or ["probe"]
+        first = estimate_example(run.solver, questions[0], caching=caching, minimum=minimum, exemplars_cached=False)
+        each = [
+            estimate_example(run.solver, q, caching=caching, minimum=minimum, exemplars_cached=True) for q in questions
+        ]
+        n, k = job.examples - 1, len(each)
+        calls = first.calls + round(n * sum(e.calls for e in each) / k)
+        usage = first.usage + _times(sum((e.usage for e in each), Usage()), n / k)
+        return Estimate(calls, usage), run.model.name
+    finally:
+        asyncio.run(run.aclose())
+
+
+def _times(usage: Usage, k: float) -> Usage:
+    return Usage(
+        input_tokens=round(usage.input_tokens * k),
+        output_tokens=round(usage.output_tokens * k),
+        cache_creation_input_tokens=round(usage.cache_creation_input_tokens * k),
+        cache_read_input_tokens=round(usage.cache_read_input_tokens * k),
+    )
+
+
+def price(model: Sequence[str], rpm: float | None = None, tpm: float | None = None) -> list[Price]:
+    """Every part's price on the model of ``model`` (command-line settings: ``model=...``)."""
+    from react_bench.models.capabilities import calls_cost_usd
+
+    out = []
+    for part in PARTS:
+        calls, usage, model_id = 0, Usage(), ""
+        usd: float | None = 0.0
+        for job in part.jobs:
+            estimate, model_id = price_job(job, model)
+            calls += estimate.calls
+            usage = usage + estimate.usage
+            cost = calls_cost_usd(model_id, [estimate.usage]) if model_id else None
+            usd = None if usd is None or cost is None else usd + cost
+        minutes = calls / (rpm or ASSUMED_RPM)
+        if tpm:
+            minutes = max(minutes, (usage.total_input_tokens + usage.output_tokens) / tpm)
+        out.append(Price(part.name, len(part.jobs), calls, usage, usd if part.jobs else 0.0, minutes / 60))
+    return out
+
+
+def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds: float) -> str:
+    rate = f"{rpm} requests/minute (the model's)" if rpm else f"{ASSUMED_RPM} requests/minute (assumed)"
+    rows = [
+        ("part", "runs", "calls", "input tokens", "output tokens", "USD", "hours"),
+    ]
+    for p in prices:
+        usd = "unknown" if p.usd is None else f"{p.usd:,.2f}"
+        rows.append(
+            (
+                p.part,
+                str(p.runs),
+                f"{p.calls:,}",
+                f"{p.usage.total_input_tokens:,}",
+                f"{p.usage.output_tokens:,}",
+                usd,
+                f"{p.hours:,.1f}",
+            )
+        )
+    known = [p.usd for p in prices]
+    total_usd = "unknown" if any(u is None for u in known) else f"{sum(u or 0 for u in known):,.2f}"
+    rows.append(
+        (
+            "all",
+            str(sum(p.runs for p in prices)),
+            f"{sum(p.calls for p in prices):,}",
+            f"{sum(p.usage.total_input_tokens for p in prices):,}",
+            f"{sum(p.usage.output_tokens for p in prices):,}",
+            total_usd,
+            f"{sum(p.hours for p in prices):,.1f}",
+        )
+    )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [
+        f"experiment=paper on {model}: upper bounds (every episode to its step cap), no model call; "
+        f"hours at {rate}, one run after another"
+    ]
+    lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    lines += [f"  {p.name}: {p.note}" for p in PARTS if p.note]
+    lines.append(f"(priced in {seconds:.1f} s)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str]) -> int:
+    """``scripts/eval.py experiment=paper ...``: price it (``dry_run=true``) or run every part."""
+    import sys
+
+    from react_bench.errors import ConfigError
+    from react_bench.models.stack import ModelSpec
+
+    given = [a for a in argv if not a.startswith("experiment=")]
+    dry = any(a in ("dry_run=true", "dry_run=True") for a in given)
+    model = [a for a in given if a.split("=", 1)[0].split(".")[0] == "model" or a.startswith("model=")]
+    rest = [a for a in given if a not in model and not a.startswith("dry_run=")]
+    if rest and dry:
+        print(f"error: experiment=paper dry_run=true takes model settings only; got {rest[0]}", file=sys.stderr)
+        return 2
+    try:
+        spec = ModelSpec.from_mapping(_composed(model)["model"])
+        if dry:
+            started = time.monotonic()
+            prices = price(model, spec.requests_per_minute, spec.tokens_per_minute)
+            print(price_table(prices, spec.display_label, spec.requests_per_minute, time.monotonic() - started))
+            return 0
+        return run_all(model, rest)
+    except ConfigError as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+
+
+def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
+    """Every run of every part, one after another, each its own run folder (``run_id`` by part and
+    job, so the command run again resumes where it stopped)."""
+    import asyncio
+
+    from react_bench.evaluate import evaluate, run_dir_for
+    from react_bench.runconfig import RunConfig
+
+    worst = 0
+    for part in PARTS:
+        for k, job in enumerate(part.jobs, start=1):
+            run_id = f"paper-{part.name.lower().replace(' ', '')}-{k}"
+            overrides = [*job.overrides, *model, *extra, f"run_id={run_id}", f"n={job.examples}"]
+            cfg = RunConfig.from_mapping(_composed(overrides))
+            if (run_dir_for(cfg, run_id) / "run.json").exists():  # the command run again: go on
+                cfg = replace(cfg, resume=True)
+            print(f"{part.name} ({k}/{len(part.jobs)}): {' '.join(job.overrides)}")
+            try:
+                result = asyncio.run(evaluate(cfg))
+            except Exception as exc:  # noqa: BLE001 - a part that cannot run is said, the others go on
+                print(f"  not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+                worst = max(worst, 3)
+                continue
+            if result.summary is not None and result.summary.errors:
+                worst = max(worst, 3)
+    return worst

@@ -1,0 +1,50 @@
+"""``experiment=paper dry_run=true``: every part of the paper priced (calls, tokens, dollars, hours)
+without a model call; its calls follow from the parts' runs and the modes' call counts."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from react_bench.paper import PARTS
+from tests.support import REPO
+
+
+def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
+    env = {**os.environ, "ANTHROPIC_API_KEY": "not-a-real-key", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "eval.py"),
+            "experiment=paper",
+            "model=claude-haiku-4-5",
+            "dry_run=true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {}
+    for line in done.stdout.splitlines():
+        cells = line.split() if not line.startswith(" ") else []
+        if cells and (cells[0] in ("Table", "Figure", "all")):
+            name = " ".join(cells[:2]) if cells[0] != "all" else "all"
+            rest = cells[2:] if cells[0] != "all" else cells[1:]
+            rows[name] = [float(c.replace(",", "")) for c in rest]
+    assert set(rows) == {p.name for p in PARTS} | {"all"}
+    # Table 1: 2 tasks x 500 examples x (standard 1 + cot 1 + cot_sc 21 + act 7 + react 7 + react_cot_sc 28
+    # + cot_sc_react 28) calls at most; Table 3: 3 modes x 6 orderings x 134 games x 50 steps
+    assert rows["Table 1"][:2] == [14, 2 * 500 * 93]
+    assert rows["Table 3"][:2] == [18, 18 * 134 * 50]
+    assert rows["Table 4"][:2] == [2, 2 * 500 * 15]
+    for name, (runs, calls, tokens_in, tokens_out, usd, hours) in rows.items():
+        if name != "all" and runs:
+            assert tokens_in > 0 and tokens_out > 0 and usd > 0 and hours == round(calls / 50 / 60, 1)
+    totals = [sum(r[i] for n, r in rows.items() if n != "all") for i in range(6)]
+    assert rows["all"][:4] == totals[:4] and abs(rows["all"][4] - totals[4]) < 0.05
+    assert "50 requests/minute (assumed)" in done.stdout and re.search(r"priced in [0-9.]+ s", done.stdout)
