@@ -100,6 +100,7 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "wall_s_per_call": m and m.wall_per_call_s,
                 "failure_labels": dict(m.failure_labels) if m else {},
                 "pair": tuple(config.get("prompt_pair") or ()) or None,
+                "finetuned_on": (config.get("model") or {}).get("finetuned_on"),
                 "by_type": {k: g.mean for k, g in groups.items()},
                 "epochs": m.epochs if m else 1,
                 "pass_at_k": {k: v.mean for k, v in m.pass_at.items()} if m else {},
@@ -147,6 +148,9 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
             keys = [(r.runner, r.model, r.run_id) for r in of_mode.sort_values("started").itertuples()]
         for key in keys or [("", "")]:
             row: dict[str, Any] = {"mode": mode, "runner": key[0], "model": key[1]}
+            same = of_mode[of_mode["model"] == key[1]]["finetuned_on"] if len(of_mode) else ()
+            tuned = {f for f in same if isinstance(f, str) and f}
+            row["finetuned"] = ", ".join(sorted(Path(f).name for f in tuned))  # on which data ("" prompted)
             if every_run:
                 row["run"] = key[2] if len(key) > 2 else ""
             for info in infos:

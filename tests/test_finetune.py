@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,21 @@ async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Pa
             await evaluate(run_config(server, tmp_path, "dev-react", dev_task, "react"), out=io.StringIO()),
             await evaluate(run_config(server, tmp_path, "train-react", train_task, "react"), out=io.StringIO()),
         ]
-    out = tmp_path / "finetune"
-    manifest = export_finetune([r.run_dir for r in runs], out)
+        out = tmp_path / "finetune"
+        manifest = export_finetune([r.run_dir for r in runs], out)
+        # the loop closed: a model fine-tuned on that data, evaluated on the dev questions beside the prompting run
+        tuned = replace(
+            run_config(server, tmp_path, "tuned", dev_task, "react"),
+            model=claude_model_config(
+                server.base_url, KEY_ENV, name="ft-react-8b", allow_unknown_model=True, finetuned_on=str(out)
+            ),
+        )
+        await evaluate(tuned, out=io.StringIO())
+    from react_bench.studies import load_runs, table1
+
+    grid, _ = table1(load_runs([tmp_path / "results"]))
+    react = grid[grid["mode"] == "react"].set_index("model")["finetuned"]
+    assert react["ft-react-8b"] == "finetune" and react["claude-sonnet-4-6"] == ""
     from datasets import load_dataset, load_from_disk
 
     correct_dev = {

@@ -48,6 +48,8 @@ class ModelSpec:
     retry_backoff_s: float = field(default=1.0, metadata=OPERATIONAL)
     requests_per_minute: float | None = field(default=None, metadata=OPERATIONAL)
     tokens_per_minute: float | None = field(default=None, metadata=OPERATIONAL)
+    # a fine-tuned model's training data (a scripts/finetune_data.py folder): Table 1 marks its runs
+    finetuned_on: str | None = field(default=None, metadata=OPERATIONAL)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> ModelSpec:
