@@ -85,6 +85,7 @@ def build_solver(
     cfg: RunConfig, task: Task, env: Any, model: Any
 ) -> tuple[dict[str, PromptSpec], EnvFactory | None, Solver]:
     """The prompts, the environment factory (None for the modes that need none) and the solver."""
+    MODE_SPECS[cfg.solve.mode].check(cfg.solve.mode, task.info.name, cfg.solve.runner)  # a config built in code too
     prompts = build_prompts(cfg, task)
     env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
     return prompts, env_factory, Solver(cfg.solve, model, prompts, env_factory, task.text_format())

@@ -273,7 +273,7 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
-@pytest.mark.parametrize("mode", list(MODE_SPECS))
+@pytest.mark.parametrize("mode", [m for m, spec in MODE_SPECS.items() if not spec.tasks])
 async def test_every_mode_and_runner_on_a_task_defined_in_the_tests(
     toy_tasks: None, scripted: Any, tmp_path: Path, mode: str, runner: str
 ) -> None:
@@ -361,3 +361,10 @@ def test_line_format_exemplars_become_tool_use_turns() -> None:
     last = turns[3].content[0]
     assert isinstance(last, ToolUseBlock) and last.input == {"target": "gate"}
     assert turns[4].content == (ToolResultBlock(last.id, "The gate opens."),)
+
+
+async def test_a_mode_defined_for_one_task_is_refused_on_another_in_one_line(
+    toy_tasks: None, scripted: Any, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match="mode=react_im is defined for task=alfworld only, not task=kvworld"):
+        await evaluate(_config("kvworld", "react_im", "text", tmp_path, 7), model=scripted([]))
