@@ -157,7 +157,7 @@ class Run:
         if loading:  # the embedded model loads here (seconds); the first answer may take minutes more
             print(f"loading the local model {cfg.model.display_label} ...", file=out, flush=True)
         started = time.monotonic()
-        stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model)
+        stack = build_stack(cfg.model, request_cache=cfg.request_cache, client=model, sends=not cfg.dry_run)
         if loading:
             print(
                 f"model loaded in {time.monotonic() - started:.1f} s; each step of an episode is a model call "

@@ -24,7 +24,9 @@ an answer (how patiently and how fast the model is asked, where its script lies)
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
@@ -99,6 +101,21 @@ class ModelSpec:
         return {k: v for k, v in self.to_mapping().items() if not self.is_operational(k)}
 
 
+@contextmanager
+def _placeholder_key(spec: ModelSpec) -> Iterator[None]:
+    """The key's variable set to a placeholder while a client that will send nothing is built,
+    where it is unset (the SDKs want a key to construct); the environment as it was after."""
+    var = spec.settings.get("api_key_env") or spec.settings.get("key_env")
+    if not var or os.environ.get(str(var), "").strip():
+        yield
+        return
+    os.environ[str(var)] = "dry-run-placeholder-never-sent"
+    try:
+        yield
+    finally:
+        os.environ.pop(str(var), None)
+
+
 def provider_config_class(provider: str) -> type | None:
     """The provider's config dataclass (its fields are the model file's other keys)."""
     if provider == "anthropic":
@@ -141,6 +158,7 @@ def build_stack(
     client: ModelClient | None = None,
     record: bool = True,
     pacer: Pacer | None = None,
+    sends: bool = True,
 ) -> ModelStack:
     """The run's layers around ``client`` (built from ``spec`` unless given: a benchmark's or a
     notebook's own); see the module docstring for the order. ``record=False``: no recording
@@ -151,7 +169,13 @@ def build_stack(
     from react_bench.models.replay import RecordingModel
     from react_bench.models.retrying import RetryingModel
 
-    own = client if client is not None else make_client(spec.provider, spec.settings)
+    if client is not None:
+        own = client
+    elif sends:
+        own = make_client(spec.provider, spec.settings)
+    else:  # a dry run sends nothing: it needs no key, only the client's own rules to build requests
+        with _placeholder_key(spec):
+            own = make_client(spec.provider, spec.settings)
     model: ModelClient = own
     if client is None and spec.provider in NETWORK:
         if spec.requests_per_minute or spec.tokens_per_minute:  # inside the retries: every attempt is paced
