@@ -249,6 +249,7 @@ def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
     """Every run of every part, one after another, each its own run folder (``run_id`` by part and
     job, so the command run again resumes where it stopped)."""
     import asyncio
+    import sys
 
     from react_bench.evaluate import evaluate, run_dir_for
     from react_bench.runconfig import RunConfig
@@ -263,11 +264,12 @@ def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
                 cfg = replace(cfg, resume=True)
             print(f"{part.name} ({k}/{len(part.jobs)}): {' '.join(job.overrides)}")
             try:
-                result = asyncio.run(evaluate(cfg))
+                result = asyncio.run(evaluate(cfg, out=sys.stdout))
             except Exception as exc:  # noqa: BLE001 - a part that cannot run is said, the others go on
                 print(f"  not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 worst = max(worst, 3)
                 continue
+            print(f"  {result.n_new} new example(s): {result.run_dir}")
             if result.summary is not None and result.summary.errors:
                 worst = max(worst, 3)
     return worst

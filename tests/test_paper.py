@@ -51,3 +51,22 @@ def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
     totals = [sum(r[i] for n, r in rows.items() if n != "all") for i in range(6)]
     assert rows["all"][:4] == totals[:4] and abs(rows["all"][4] - totals[4]) < 0.05
     assert "50 requests/minute (assumed)" in done.stdout and re.search(r"priced in [0-9.]+ s", done.stdout)
+
+
+def test_the_paper_runs_part_after_part_and_the_command_again_goes_on(tmp_path, monkeypatch, capsys) -> None:
+    import json
+
+    import react_bench.paper as paper
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" I recall.\nAnswer: yes", " I recall.\nAnswer: no"] * 2))
+    parts = (paper.Part("Table 1", (paper.Job(("task=hotpotqa", "mode=cot"), examples=2),)), paper.Part("Figure 2", ()))
+    monkeypatch.setattr(paper, "PARTS", parts)
+    model = ["model=scripted", f"model.script={script}"]
+    extra = [f"results_dir={tmp_path / 'results'}", "progress=false", "show=none"]
+    assert paper.run_all(model, extra) == 0
+    (run_dir,) = (tmp_path / "results").rglob("paper-table1-1")
+    assert len((run_dir / "examples.jsonl").read_text().splitlines()) == 2
+    assert paper.run_all(model, extra) == 0  # again: the run is resumed, nothing runs twice
+    assert len((run_dir / "examples.jsonl").read_text().splitlines()) == 2
+    assert "0 new example(s)" in capsys.readouterr().out
