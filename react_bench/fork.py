@@ -147,8 +147,15 @@ async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out:
     result = await evaluate(cfg, out=out or io.StringIO(), model=model)
     child = _parent_record(result.run_dir, example)
     fork = Fork(result.run_dir, step, record, child, model.replayed, model.live)
-    note = {"parent": str(parent_dir), "parent_run_id": header.run_id, "example": example, "step": step,
-            "thought": thought, "replayed_calls": model.replayed, "live_calls": model.live}  # fmt: skip
+    note = {
+        "parent": str(parent_dir),
+        "parent_run_id": header.run_id,
+        "example": example,
+        "step": step,
+        "thought": thought,
+        "replayed_calls": model.replayed,
+        "live_calls": model.live,
+    }
     (result.run_dir / "fork.json").write_text(json.dumps(note, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (result.run_dir / "fork.md").write_text(side_by_side(fork), encoding="utf-8")
     return fork
