@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from react_bench.environment import EnvFactory
@@ -25,10 +26,12 @@ from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec, load_instruction
+from react_bench.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
 
 Sink = Callable[[AgentEvent], None]
+MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
 
 
 @dataclass
@@ -73,6 +76,8 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
         foreign = cfg.prompt_file is not None and key in foreign_keys
         file = cfg.prompt_file if foreign else None
         prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
+    if MODE_SPECS[cfg.solve.mode].trials:  # Reflexion: the reflection prompt (in the fingerprint as the others)
+        prompts["reflexion"] = reflection_prompt(task.info.name)
     return prompts
 
 
@@ -88,4 +93,33 @@ def build_solver(
     MODE_SPECS[cfg.solve.mode].check(cfg.solve.mode, task.info.name, cfg.solve.runner)  # a config built in code too
     prompts = build_prompts(cfg, task)
     env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
-    return prompts, env_factory, Solver(cfg.solve, model, prompts, env_factory, task.text_format())
+    grade, judge, solve = None, None, cfg.solve
+    if MODE_SPECS[cfg.solve.mode].trials:
+        primary = task.info.primary_metric
+
+        def grade(example: Example, outcome: Outcome) -> bool:
+            return task.score(outcome.prediction, example.gold, outcome.reward)[primary] >= 1.0
+
+        info = task.info  # a config built in code may leave the evaluator to the task (auto)
+        reflexion = (cfg.solve.reflexion or ReflexionConfig()).resolved(info.name, info.answers, not info.answers)
+        solve = replace(cfg.solve, reflexion=reflexion)
+        if reflexion.evaluator == "judge" and reflexion.judge is not None:
+            judge = judge_model(reflexion.judge, cfg)
+    solver = Solver(solve, model, prompts, env_factory, task.text_format(), grade=grade, judge=judge)
+    return prompts, env_factory, solver
+
+
+def judge_model(name: str, cfg: RunConfig) -> Any:
+    """``reflexion.judge=<name>``: the model of ``configs/model/<name>.yaml`` as Reflexion's judge,
+    with the run's request cache and recording (its calls are the example's, in the cassette)."""
+    import yaml
+
+    from react_bench.models import build_stack
+    from react_bench.models.stack import ModelSpec
+
+    path = MODEL_CONFIGS / f"{name}.yaml"
+    if not path.is_file():
+        choices = ", ".join(sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml")))
+        raise ConfigError(f"reflexion.judge={name}: no configs/model/{name}.yaml; one of {choices}")
+    spec = ModelSpec.from_mapping(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return build_stack(spec, request_cache=cfg.request_cache, sends=not cfg.dry_run).top

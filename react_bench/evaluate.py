@@ -49,6 +49,7 @@ from react_bench.models.replay import CassetteKind, attempt_key, cassette_line
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
 from react_bench.record import ExampleRecord, RunMetrics
+from react_bench.reflexion import TRIAL_LOG, TrialLog
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.runners.common import DELTAS
@@ -195,6 +196,9 @@ class Run:
             run_dir_for(cfg, run_id),
             out,
         )
+        if MODE_SPECS[cfg.solve.mode].trials:  # Reflexion: each finished trial is logged (resumed mid-example)
+            kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
+            solver.trial_log = TrialLog(run.run_dir / TRIAL_LOG, kind)
         if cfg.batch:
             from react_bench.batch import batch_client
 
@@ -209,6 +213,8 @@ class Run:
     async def aclose(self) -> None:
         if self.env_factory is not None:
             self.env_factory.close()
+        if self.solver.judge is not self.model:  # Reflexion's judge of another model: its own client
+            await self.solver.judge.aclose()
         await self.stack.aclose()
 
     def header(self) -> dict[str, Any]:
@@ -561,6 +567,7 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         metadata=_jsonable(example.metadata),
         trajectory=tuple(outcome.episodes),
         epoch=example.epoch,
+        trials=tuple(outcome.trials),
     )
 
 
@@ -570,6 +577,8 @@ def _solve_fingerprint(solve: Any) -> dict[str, Any]:
     settings = _jsonable(asdict(solve))
     if settings["loop"].get("act_at_cap") is True:
         del settings["loop"]["act_at_cap"]
+    if settings.get("reflexion") is None:  # (every mode but Reflexion: the fingerprint it always had)
+        settings.pop("reflexion", None)
     return settings
 
 

@@ -15,6 +15,7 @@ it sends) reads that table; ``Solver.solve`` dispatches on it.
 | ``react_cot_sc`` | ReAct | CoT-SC, when ReAct gives no answer within the step cap |
 | ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
 | ``react_im`` | ReAct with Inner-Monologue-style thoughts (its own exemplars; ALFWorld, text runner) | |
+| ``reflexion`` | ReAct trials, each judged; a reflection after a failure, kept for the next (``reflexion.py``) | |
 
 Decisions written down:
 - Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes. An
@@ -33,6 +34,7 @@ Decisions written down:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, assert_never, cast, get_args
@@ -46,17 +48,31 @@ from react_bench.events import (
     AssistantThinkingDelta,
     event_to_dict,
 )
-from react_bench.loop import EpisodeResult, LoopConfig, run_episode, run_to_end
+from react_bench.loop import EpisodeResult, LoopConfig, PolicyError, run_episode, run_to_end
 from react_bench.metrics import normalize_answer
-from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
+from react_bench.models.base import ModelClient, ModelError, ModelRequest, ThinkingConfig, ToolSpec
+from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.collector import StreamProtocolError
+from react_bench.models.replay import current_calls
 from react_bench.prompts import PromptSpec
-from react_bench.record import Episode, Vote
-from react_bench.runners.common import Sampling, StepStats
+from react_bench.record import Episode, Trial, Vote
+from react_bench.reflexion import (
+    JUDGE_PROMPT,
+    Halting,
+    ReflexionConfig,
+    TrialLog,
+    Verdict,
+    judge_verdict,
+    memory_text,
+    reflection_parts,
+    verdict_of,
+)
+from react_bench.runners.common import Completion, Sampling, StepStats, complete_text
 from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_grammar
 from react_bench.runners.parsing import ParserName
 from react_bench.runners.text import AnswerPolicy, TextPolicy
 from react_bench.runners.tool_use import ToolUsePolicy
-from react_bench.types import Message, Usage, message_to_dict
+from react_bench.types import Message, ModelResponse, ToolResultBlock, Usage, message_to_dict
 
 Part = Literal["standard", "cot", "cot_sc", "act", "react"]
 Runner = Literal["text", "tool_use"]
@@ -72,6 +88,7 @@ class ModeSpec:
     backoff: Part | None = None
     prompt: str | None = None  # the text runner's prompt key for the first part, in place of its own
     tasks: tuple[str, ...] = ()  # the only tasks it runs on (); () every task
+    trials: bool = False  # Reflexion: the first part runs as trials with reflections between (reflexion.py)
 
     def check(self, name: str, task: str, runner: Runner) -> None:
         """A mode defined for some tasks or one runner only: a clear ConfigError elsewhere."""
@@ -123,7 +140,7 @@ def prompt_key(part: Part, runner: Runner) -> str:
             assert_never(part)
 
 
-Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im"]
+Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im", "reflexion"]
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -134,6 +151,8 @@ MODE_SPECS: dict[str, ModeSpec] = {
     "cot_sc_react": ModeSpec("cot_sc", backoff="react"),
     # the paper's Table 3 ablation: ReAct whose thoughts only decompose the goal and name the subgoal
     "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
+    # Shinn et al. (2023): ReAct trials, an evaluator, a reflection after each failure (reflexion.py)
+    "reflexion": ModeSpec("react", trials=True),
 }
 MODES: tuple[str, ...] = get_args(Mode)
 assert MODES == tuple(MODE_SPECS), "Mode and MODE_SPECS name the same modes, in order"
@@ -163,6 +182,7 @@ class SolveSettings:
     tool_max_tokens: int = 1024
     shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
     context: ContextConfig = ContextConfig()  # what is sent of the history (context.py)
+    reflexion: ReflexionConfig | None = None  # mode=reflexion's trials, memory and evaluator (resolved)
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
@@ -202,6 +222,11 @@ class Outcome:
     vote: Vote | None = None
     episodes: list[Episode] = field(default_factory=list)
     stats: StepStats = field(default_factory=StepStats)
+    halted: str | None = None  # Reflexion's heuristic halt that ended the episode
+    trials: list[Trial] = field(default_factory=list)  # mode=reflexion: every trial, in order
+
+
+Grade = Callable[[Example, Outcome], bool]  # the task's own score of an outcome: right or not
 
 
 def wants_backoff(part: Part, outcome: Outcome) -> bool:
@@ -236,6 +261,8 @@ class Solver:
         prompts: dict[str, PromptSpec],
         env_factory: EnvFactory | None,
         text_format: TextFormat | None = None,
+        grade: Grade | None = None,
+        judge: ModelClient | None = None,
     ):
         self.settings = settings
         self.spec = MODE_SPECS[settings.mode]
@@ -243,10 +270,15 @@ class Solver:
         self.prompts = prompts
         self.env_factory = env_factory
         self.text_format: TextFormat = text_format if text_format is not None else NumberedFormat(bracket_grammar)
+        self.grade = grade  # mode=reflexion: the task's score (the oracle's verdict, each trial's `correct`)
+        self.judge = judge if judge is not None else model  # reflexion.evaluator=judge
+        self.trial_log: TrialLog | None = None  # mode=reflexion in a run: its trials.jsonl (evaluate sets it)
 
     async def solve(self, example: Example | str, on_event: EventSink | None = None) -> Outcome:
         example = _as_example(example)
         spec = self.spec
+        if spec.trials:
+            return await self._reflexion(example, on_event)
         first = await self._part(spec.first, example, on_event)
         if spec.backoff is not None and wants_backoff(spec.first, first):
             second = await self._part(spec.backoff, example, on_event)
@@ -313,6 +345,7 @@ class Solver:
         style: Literal["react", "act"],
         actions: tuple[ToolSpec, ...],
         probe: bool = False,
+        memory: str = "",
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
         prompt = self.prompts[self.spec.key_of(style, s.runner)].for_example(example, probe)
@@ -335,6 +368,7 @@ class Solver:
                 self._sampling(),
                 context=view,
                 last_step=last,
+                memory=memory,
             )
         return ToolUsePolicy(
             self.model,
@@ -349,6 +383,7 @@ class Solver:
             s.shots,
             context=view,
             last_step=last,
+            memory=memory,
         )
 
     def replayed_request(self, example: Example, episode: Episode, step: int) -> ModelRequest:
@@ -365,7 +400,7 @@ class Solver:
         finally:
             env.close()
         style: Literal["react", "act"] = "act" if episode.route == "act" else "react"
-        policy = self._agent_policy(example, episode.first_observation, style, actions)
+        policy = self._agent_policy(example, episode.first_observation, style, actions, memory=episode.memory)
         return policy.request_at(episode.messages()[: 2 * (step - 1)], step)
 
     def _new_env(self) -> Environment:
@@ -412,8 +447,18 @@ class Solver:
             stats=stats,
         )
 
-    async def _agent(self, example: Example, style: Literal["react", "act"], on_event: EventSink | None) -> Outcome:
+    async def _agent(
+        self,
+        example: Example,
+        style: Literal["react", "act"],
+        on_event: EventSink | None,
+        memory: str = "",
+        halting: Callable[[Environment], Halting] | None = None,
+    ) -> Outcome:
         env: Environment = self._new_env()
+        halt = None
+        if halting is not None:
+            env = halt = halting(env)
         subagent = None
         if ContextView(self.settings.context).adds_actions:
             env = subagent = SubagentEnv(env, self._inner_agent)
@@ -422,16 +467,150 @@ class Solver:
                 first = await env.reset(example)
             except EpisodeAbort as exc:  # the environment cannot serve this example now: an error, re-runnable
                 return Outcome("", style, "error", 0, Usage(), error=f"reset: {type(exc).__name__}: {exc}")
-            policy = self._agent_policy(example, first.text, style, env.actions())
+            policy = self._agent_policy(example, first.text, style, env.actions(), memory=memory)
             result = await self._episode(policy, env, self.settings.loop, on_event)
         finally:
             env.close()
-        outcome = _outcome(result, style, policy.stats, first.text)
+        outcome = _outcome(result, style, policy.stats, first.text, memory)
+        if halt is not None and halt.halted is not None:
+            outcome.reason, outcome.halted = "halted", halt.halted
         if subagent is not None:  # the inner episodes are part of the example: trajectory, tokens, calls
             outcome.episodes += subagent.episodes
             outcome.usage = outcome.usage + subagent.usage
             outcome.stats.calls += subagent.calls
         return outcome
+
+    async def _reflexion(self, example: Example, on_event: EventSink | None) -> Outcome:
+        """Reflexion's trials (``reflexion.py``): each a ReAct episode with the memory before the
+        opening, judged by the evaluator; after a failure that is not the last trial, a reflection
+        joins the memory. Trials the run's log already holds (a killed run, resumed) are taken from
+        it, their calls put back first in the example's recording, and the next trial runs."""
+        r = self.settings.reflexion
+        if r is None:
+            raise ConfigError("mode=reflexion needs its settings (SolveSettings.reflexion)")
+        logged = self.trial_log.trials(example) if self.trial_log is not None else []
+        calls = current_calls()
+        if calls is not None and logged:
+            calls[:0] = [c for t in logged for c in t.calls]
+        trials = [t.trial for t in logged]
+        episodes = [e for t in logged for e in t.episodes]
+        stats = StepStats(calls=sum(t.calls for t in trials))
+        reward = logged[-1].reward if logged else None
+        error = None
+        while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
+            number = len(trials) + 1
+            memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
+            start = len(calls) if calls is not None else 0
+            halting = functools.partial(Halting, max_repeats=r.max_repeats, max_actions=r.max_actions)
+            outcome = await self._agent(example, "react", on_event, memory_text(memory), halting if r.halt else None)
+            tried = [replace(e, trial=number) for e in outcome.episodes]
+            correct = self.grade(example, outcome) if self.grade is not None else False
+            extra, spent, reflection = StepStats(), outcome.usage, None
+            error = outcome.error if outcome.reason == "error" else None
+            verdict = Verdict(False, outcome.error or "", r.evaluator)
+            try:
+                if error is None:
+                    verdict, used = await self._verdict(r.evaluator, example, outcome, correct, tried, extra)
+                    spent += used
+                if error is None and not verdict.success and number < r.trials:
+                    reflection, used = await self._text_call(
+                        self.model,
+                        reflection_parts(self.prompts["reflexion"], self.transcript(tried), verdict.feedback, memory),
+                        "Reflection:",
+                        r.max_tokens,
+                        extra,
+                    )
+                    spent += used
+            except (ModelError, StreamProtocolError) as exc:  # the judge or the reflection failed: re-runnable
+                error = f"{type(exc).__name__}: {exc}"
+            own = calls[start:] if calls is not None else []
+            trial = Trial(
+                trial=number,
+                prediction=outcome.prediction,
+                success=verdict.success,
+                correct=correct,
+                evaluator=verdict.evaluator,
+                reason=outcome.reason,
+                steps=outcome.steps,
+                feedback=verdict.feedback,
+                halted=outcome.halted,
+                memory=memory,
+                reflection=reflection,
+                usage=spent,
+                calls=outcome.stats.calls + extra.calls,
+                cost_usd=calls_cost_usd(self.model.name, [c.usage for c in own if isinstance(c, ModelResponse)]),
+                error=error,
+            )
+            trials.append(trial)
+            episodes += tried
+            stats = stats + outcome.stats + extra
+            reward = outcome.reward
+            if error is None and self.trial_log is not None:  # an errored trial is not finished: it runs again
+                await self.trial_log.write(example, trial, tried, own, outcome.reward)
+        last = trials[-1]
+        return Outcome(
+            prediction=last.prediction,
+            route="reflexion",
+            reason="error" if error is not None else last.reason,
+            steps=sum(t.steps for t in trials),
+            usage=sum((t.usage for t in trials), Usage()),
+            error=error,
+            reward=reward,
+            episodes=episodes,
+            stats=stats,
+            halted=last.halted,
+            trials=trials,
+        )
+
+    async def _verdict(
+        self, kind: str, example: Example, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
+    ) -> tuple[Verdict, Usage]:
+        """The evaluator's verdict of a trial (a judge's costs a call; the others none)."""
+        if kind != "judge" or outcome.halted is not None or outcome.reason == "step_limit":
+            return verdict_of(
+                kind, correct, outcome.reason, outcome.prediction, outcome.reward, outcome.halted
+            ), Usage()
+        parts = [JUDGE_PROMPT, f"Attempt:\n{self.transcript(episodes).strip()}\nFinal answer: {outcome.prediction}\n"]
+        said, used = await self._text_call(self.judge, parts, "Verdict:", 10, stats)
+        return judge_verdict(said, f"judge:{self.judge.name}"), used
+
+    async def _text_call(
+        self, model: ModelClient, parts: list[str], suffix: str, max_tokens: int, stats: StepStats
+    ) -> tuple[str, Usage]:
+        """One text call outside the episode (a reflection, a judge's verdict): its first line."""
+        completion = None
+        sampling = Sampling(max_tokens, self.settings.temperature)
+        async for item in complete_text(model, parts, suffix, ("\n",), sampling, 0, stats):
+            if isinstance(item, Completion):
+                completion = item
+        if completion is None:
+            raise PolicyError(f"{suffix} call ended without a completion")
+        return completion.text.strip(), completion.usage
+
+    def transcript(self, episodes: Sequence[Episode]) -> str:
+        """A trial as the reflection reads it: the opening, then each step as the task's text format
+        writes it (the text runner: exactly what the model saw; tool use: thought, action,
+        observation lines)."""
+        out: list[str] = []
+        for episode in episodes:
+            out.append(self.text_format.opening(episode.first_observation or ""))
+            if self.settings.runner == "text":
+                messages = episode.messages()
+                for k, (turn, results) in enumerate(zip(messages[0::2], messages[1::2], strict=False), start=1):
+                    seen = "".join(b.content for b in results.content if isinstance(b, ToolResultBlock))
+                    out.append(self.text_format.piece(k, turn.text, seen))
+                if len(messages) % 2:
+                    out.append(messages[-1].text + "\n")
+                continue
+            for step in episode.steps():
+                if step.text.strip():
+                    out.append(step.text.strip() + "\n")
+                for a in step.actions:
+                    said = a.text or f"{a.name}[{', '.join(str(v) for v in a.arguments.values())}]"
+                    out.append(f"Action: {said}\n")
+                    if a.observation is not None:
+                        out.append(f"Observation: {a.observation}\n")
+        return "".join(out)
 
     async def _inner_agent(self, question: str) -> Outcome:
         """A subagent's episode: ReAct with the whole history, its own step cap, a fresh env."""
@@ -463,12 +642,13 @@ class _NoEnv:
 _DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
 
 
-def _outcome(result: EpisodeResult, route: str, stats: StepStats, first_observation: str) -> Outcome:
+def _outcome(result: EpisodeResult, route: str, stats: StepStats, first_observation: str, memory: str = "") -> Outcome:
     episode = Episode(
         route=route,
         history=tuple(message_to_dict(m) for m in result.history),
         events=tuple(event_to_dict(e) for e in result.events if not isinstance(e, _DELTAS)),
         first_observation=first_observation,
+        memory=memory,
     )
     return Outcome(
         prediction=result.answer,

@@ -81,14 +81,21 @@ class Episode:
     history: tuple[Mapping[str, Any], ...] = ()  # messages as written (types.message_to_dict)
     events: tuple[Mapping[str, Any], ...] = ()  # agent events as written (events.event_to_dict)
     first_observation: str | None = None  # None: a record written before it was kept
+    trial: int | None = None  # mode=reflexion: the trial it ran in (1..); None: not a trial
+    memory: str = ""  # mode=reflexion: the reflections as the prompt held them, before the opening
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "route": self.route,
             "first_observation": self.first_observation,
             "history": list(self.history),
             "events": list(self.events),
         }
+        if self.trial is not None:  # (the layout of every other episode stays as it was)
+            out["trial"] = self.trial
+        if self.memory:
+            out["memory"] = self.memory
+        return out
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> Episode:
@@ -98,6 +105,8 @@ class Episode:
             history=tuple(data.get("history") or ()),
             events=tuple(data.get("events") or ()),
             first_observation=None if first is None else str(first),
+            trial=None if data.get("trial") is None else int(data["trial"]),
+            memory=str(data.get("memory") or ""),
         )
 
     def messages(self) -> list[Message]:
@@ -146,6 +155,43 @@ class Episode:
 
 
 @dataclass(frozen=True)
+class Trial:
+    """One trial of a Reflexion example (``mode=reflexion``): what the actor answered, what the
+    evaluator said of it, the reflection written after it (None: none was, after a success or the
+    last trial) and what it cost. Its episodes are the record's ``trajectory`` entries of the same
+    ``trial``."""
+
+    trial: int  # 1, 2, ...
+    prediction: str
+    success: bool  # the evaluator's verdict: what decides whether another trial runs
+    correct: bool  # the task's own score of the prediction (what the learning curve counts)
+    evaluator: str  # env | oracle | heuristic | judge:<model>
+    reason: str  # how the actor's episode ended (answered, done, step_limit, halted, error ...)
+    steps: int = 0
+    feedback: str = ""  # what the evaluator said, as the reflection prompt shows it
+    halted: str | None = None  # the heuristic trigger that ended the episode early, if one did
+    memory: tuple[str, ...] = ()  # the reflections the trial's prompt held (at most reflexion.memory)
+    reflection: str | None = None
+    usage: Usage = Usage()  # the actor's calls, the judge's and the reflection's
+    calls: int = 0
+    cost_usd: float | None = None  # its calls at the model's price (None: no price known)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["usage"], out["memory"] = self.usage.to_dict(), list(self.memory)
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Trial:
+        known = {f.name for f in fields(Trial)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["usage"] = Usage.from_dict(data.get("usage"))
+        values["memory"] = tuple(data.get("memory") or ())
+        return Trial(**values)
+
+
+@dataclass(frozen=True)
 class ExampleRecord:
     """One finished example: a line of ``examples.jsonl``."""
 
@@ -179,6 +225,7 @@ class ExampleRecord:
     saved_usd: float | None = None
     worker: str | None = None  # the Ray node and process that ran it (executor=ray)
     epoch: int = 1  # the attempt (epochs=k: 1..k); a line per attempt
+    trials: tuple[Trial, ...] = ()  # mode=reflexion: each trial in order; () every other mode
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -220,6 +267,8 @@ class ExampleRecord:
             out["worker"] = self.worker
         if self.epoch != 1:
             out["epoch"] = self.epoch
+        if self.trials:
+            out["trials"] = [t.to_dict() for t in self.trials]
         out["record_version"] = self.version
         return out
 
@@ -259,6 +308,7 @@ class ExampleRecord:
             saved_usd=data.get("saved_usd", 0.0),  # version 1 before it was kept: nothing served from a cache
             worker=data.get("worker"),
             epoch=int(data.get("epoch") or 1),
+            trials=tuple(Trial.from_dict(t) for t in data.get("trials") or ()),
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 
@@ -387,6 +437,52 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class TrialCurve:
+    """A Reflexion run's learning curve (``mode=reflexion``): the share of examples right after
+    trial t (an example that stopped at a success stays right), with Wilson's interval; who judged
+    the trials (``oracle_feedback``: the gold label decided each retry); what the trials cost."""
+
+    evaluator: str
+    trials: int  # the most an example may run (reflexion.trials)
+    curve: tuple[Score, ...] = ()  # after trial 1, 2, ... trials
+    trials_run: int = 0  # over all examples
+    reflections: int = 0
+    halted: int = 0  # trials the heuristic halt ended
+    cost_per_trial: float | None = None  # None: a price unknown
+    cost_per_success: float | None = None  # the run's cost over the examples right at the end
+
+    @property
+    def oracle_feedback(self) -> bool:
+        return self.evaluator == "oracle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evaluator": self.evaluator,
+            "oracle_feedback": self.oracle_feedback,
+            "trials": self.trials,
+            "curve": [c.to_dict() for c in self.curve],
+            "trials_run": self.trials_run,
+            "reflections": self.reflections,
+            "halted": self.halted,
+            "cost_per_trial": self.cost_per_trial,
+            "cost_per_success": self.cost_per_success,
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> TrialCurve:
+        return TrialCurve(
+            evaluator=str(data.get("evaluator") or ""),
+            trials=int(data.get("trials") or 0),
+            curve=tuple(Score.from_dict(c) for c in data.get("curve") or ()),
+            trials_run=int(data.get("trials_run") or 0),
+            reflections=int(data.get("reflections") or 0),
+            halted=int(data.get("halted") or 0),
+            cost_per_trial=data.get("cost_per_trial"),
+            cost_per_success=data.get("cost_per_success"),
+        )
+
+
+@dataclass(frozen=True)
 class RunMetrics:
     """A run's metrics, as ``results.summarize`` computes them from ``examples.jsonl`` and
     ``metrics.json`` holds them (``to_dict`` is that file's layout; ``from_dict`` reads a file of
@@ -442,6 +538,7 @@ class RunMetrics:
     pass_at: Mapping[int, Score] = field(default_factory=dict)
     pass_hat: Mapping[int, Score] = field(default_factory=dict)
     over_budget: int = 0  # examples not started because max_cost_usd would have been passed
+    reflexion: TrialCurve | None = None  # mode=reflexion: the learning curve, who judged, the cost of a trial
 
     @property
     def primary(self) -> Score | None:
@@ -515,6 +612,8 @@ class RunMetrics:
             out["epochs"] = self.epochs
             out["pass_at_k"] = {str(k): v.to_dict() for k, v in self.pass_at.items()}
             out["pass_hat_k"] = {str(k): v.to_dict() for k, v in self.pass_hat.items()}
+        if self.reflexion is not None:
+            out["reflexion"] = self.reflexion.to_dict()
         return out
 
     @staticmethod
@@ -582,6 +681,7 @@ class RunMetrics:
             epochs=int(data.get("epochs") or 1),
             pass_at={int(k): Score.from_dict(v) for k, v in (data.get("pass_at_k") or {}).items()},
             pass_hat={int(k): Score.from_dict(v) for k, v in (data.get("pass_hat_k") or {}).items()},
+            reflexion=TrialCurve.from_dict(data["reflexion"]) if data.get("reflexion") else None,
         )
 
     @staticmethod

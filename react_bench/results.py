@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
-from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score
+from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci, wilson_ci
+from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, TrialCurve
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -157,6 +157,37 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         epochs=run.epochs,
         pass_at=_repeated(records, run.epochs, pass_at_k),
         pass_hat=_repeated(records, run.epochs, pass_hat_k),
+        reflexion=trial_curve(records, run),
+    )
+
+
+def trial_curve(records: list[ExampleRecord], run: RunHeader) -> TrialCurve | None:
+    """A Reflexion run's learning curve (``record.TrialCurve``); None for every other mode."""
+    solve = run.config.get("solve") or {}
+    if solve.get("mode") != "reflexion":
+        return None
+    settings = solve.get("reflexion") or {}
+    trials = [t for r in records for t in r.trials]
+    most = max([int(settings.get("trials") or 0), *(len(r.trials) for r in records)])
+    evaluator = str(settings.get("evaluator") or next((t.evaluator for t in trials), ""))
+    curve = []
+    for t in range(1, most + 1):
+        right = sum(any(x.correct for x in r.trials[:t]) for r in records)
+        ci = wilson_ci(right, len(records)) if records else None
+        curve.append(Score(right / len(records), (ci.low, ci.high), "wilson") if ci else Score(0.0, (0.0, 0.0)))
+    costs = [t.cost_usd for t in trials]
+    spent = [r.cost_usd for r in records]
+    solved = sum(r.correct for r in records)
+    known = None not in costs and None not in spent
+    return TrialCurve(
+        evaluator=evaluator,
+        trials=most,
+        curve=tuple(curve),
+        trials_run=len(trials),
+        reflections=sum(1 for t in trials if t.reflection),
+        halted=sum(1 for t in trials if t.halted),
+        cost_per_trial=sum(c or 0.0 for c in costs) / len(trials) if known and trials else None,
+        cost_per_success=sum(c or 0.0 for c in spent) / solved if known and solved else None,
     )
 
 
@@ -304,6 +335,23 @@ def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.4f}"
 
 
+def trial_rows(curve: TrialCurve | None) -> list[tuple[str, str, str]]:
+    """A Reflexion run's lines of the table: who judged, the learning curve, the cost of a trial."""
+    if curve is None:
+        return []
+    judged = "ORACLE FEEDBACK: the gold label decided each retry" if curve.oracle_feedback else ""
+    rows = [("reflexion evaluator", curve.evaluator, judged)]
+    for t, score in enumerate(curve.curve, start=1):
+        interval = f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"
+        rows.append((f"  right after trial {t}", f"{100 * score.mean:.1f}", interval))
+    said = f"{curve.reflections} reflections written, {curve.halted} trials halted by the heuristic"
+    rows.append(("trials run", str(curve.trials_run), said))
+    if curve.cost_per_trial is not None:
+        per_success = "n/a" if curve.cost_per_success is None else f"{curve.cost_per_success:.4f}"
+        rows.append(("cost per trial (USD)", f"{curve.cost_per_trial:.4f}", f"per success {per_success}"))
+    return rows
+
+
 def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
     """A short, aligned metrics table with the paper's figure beside ours."""
     rows = [("metric", "value", "95% CI")]
@@ -324,6 +372,7 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
         rows.append((f"pass@{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
     for k, score in metrics.pass_hat.items():
         rows.append((f"pass^{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
+    rows += trial_rows(metrics.reflexion)
     if metrics.epochs > 1:
         what = f"{metrics.epochs} attempts per example; scores are over every attempt"
         rows.append(("attempts", f"{metrics.n}/{metrics.n_planned}", what))

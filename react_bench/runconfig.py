@@ -33,6 +33,7 @@ from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ModelSpec
 from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
+from react_bench.reflexion import ReflexionConfig
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.settings import default
 from react_bench.tasks import TASKS, task_info
@@ -235,7 +236,19 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         tool_max_tokens=_int(runner, "max_tokens", _SOLVE.tool_max_tokens),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
+        reflexion=_reflexion(cfg, info) if MODE_SPECS[mode].trials else None,
     )
+
+
+def _reflexion(cfg: Mapping[str, Any], info: TaskInfo) -> ReflexionConfig:
+    """mode=reflexion's settings, the task's protocol under them, the evaluator made concrete."""
+    if str(cfg.get("executor") or "local") == "ray":
+        raise ConfigError(
+            "mode=reflexion with executor=ray: the trial log (resume mid-example) is written by the run's own "
+            "process; run it with executor=local"
+        )
+    config = ReflexionConfig.from_mapping(_section(cfg, "reflexion"), info.protocol.get("reflexion") or {})
+    return config.resolved(info.name, answers=info.answers, scores_episodes=not info.answers)
 
 
 def _task_context(context: ContextConfig, protocol: Protocol, info: TaskInfo) -> ContextConfig:

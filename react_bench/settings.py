@@ -30,6 +30,7 @@ SECTIONS = {
     "webshop": "task=webshop",
     "alfworld": "task=alfworld",
     "prompt": "",
+    "reflexion": "mode=reflexion (react_bench/reflexion.py)",
     "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
 }
 
@@ -95,6 +96,24 @@ SETTINGS: tuple[Setting, ...] = (
         False,
         "true: run without game folders whose files cannot be read (else: exit 2, naming the first)",
     ),
+    Setting(
+        "reflexion.trials",
+        None,
+        "trials per example at most; null: the task's protocol (alfworld 12, as Reflexion; else 5)",
+        before=" ",
+    ),
+    Setting("reflexion.memory", 3, "reflections kept in the prompt (the last ones)"),
+    Setting(
+        "reflexion.evaluator",
+        "auto",
+        "auto (env where the environment scores, else oracle) | env | oracle (the gold: oracle feedback) "
+        "| heuristic | judge",
+    ),
+    Setting("reflexion.halt", None, "the heuristic halt ends a trial; null: the task's protocol (alfworld true)"),
+    Setting("reflexion.max_repeats", 3, "halt: the same action answered the same way more than this many times"),
+    Setting("reflexion.max_actions", 30, "halt: more than this many actions"),
+    Setting("reflexion.judge", None, "evaluator=judge: a configs/model/<name> as the judge; null: the run's model"),
+    Setting("reflexion.max_tokens", 256, "output tokens of a reflection"),
     Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
     Setting("prompt.key", None, "the key of the prompt in prompt.file"),
     Setting(

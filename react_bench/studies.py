@@ -27,6 +27,11 @@ Decisions a next engineer needs:
   ReAct answer when the first-k majority has fewer than k/2 votes, where that answer is known
   (the run backed off at the full n); elsewhere the first-k majority stands (an approximation,
   said in the figure's caption).
+- Reflexion (``mode=reflexion``): its Table 1 cell says after how many trials and whether the gold
+  label drove the retries (oracle feedback); Reflexion's published figures are its paper column
+  (Table 1 ``... Reflexion paper``; Table 3's last row); ``learning_curves`` and
+  ``plot_learning_curves`` give the share right after each trial, with the cost of a trial and of a
+  success (``learning_curve.md`` / ``.png`` of a study).
 - Tokens per step: the mean input tokens of the turn at each step (uncached, cache writes,
   cache reads stacked), from every episode's ``step_finished`` events.
 """
@@ -39,6 +44,7 @@ from typing import Any
 
 from react_bench.modes import MODES, majority_vote
 from react_bench.record import Cost, ExampleRecord, RunHeader, RunMetrics
+from react_bench.reflexion import REFLEXION_PAPER
 from react_bench.results import iter_example_records, read_records
 from react_bench.tasks import TASKS, task_info
 
@@ -105,6 +111,8 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "epochs": m.epochs if m else 1,
                 "pass_at_k": {k: v.mean for k, v in m.pass_at.items()} if m else {},
                 "pass_hat_k": {k: v.mean for k, v in m.pass_hat.items()} if m else {},
+                "reflexion": m.reflexion if m else None,  # mode=reflexion: record.TrialCurve
+                "oracle_feedback": bool(m and m.reflexion and m.reflexion.oracle_feedback),
             }
         )
     return pd.DataFrame(rows)
@@ -117,6 +125,10 @@ def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
     if row.get("pass_at_k"):  # several attempts per example: how possibly, how reliably (the largest k)
         k = max(row["pass_at_k"])
         cell += f"; pass@{k} {100 * row['pass_at_k'][k]:.1f}, pass^{k} {100 * row['pass_hat_k'][k]:.1f}"
+    if row.get("reflexion") is not None:  # Reflexion: after how many trials, and who judged them
+        cell += f"; after {row['reflexion'].trials} trials"
+        if row["oracle_feedback"]:
+            cell += ", oracle feedback"
     return cell
 
 
@@ -174,6 +186,8 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
                 for source, figures in info.paper.items():
                     row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
+                if task in REFLEXION_PAPER:  # Reflexion's own published figures, on its row
+                    row[f"{column} Reflexion paper"] = REFLEXION_PAPER[task] if mode == "reflexion" else ""
             rows.append(row)
     shown_modes = set(MODES)
     notes += (
@@ -234,7 +248,72 @@ def table3(runs: Any) -> Any:
             rows.append(row(f"{model} {mode}/{runner} mean of {len(group)}", mean_by_type, group["mean"].mean(), ""))
     for label, figures in TABLE3.items():
         rows.append({"run": f"paper: {label}", **{n: str(v) for n, v in zip((*names, "All"), figures)}, "n": 134})
+    if (alf["mode"] == "reflexion").any():  # Reflexion's ALFWorld figure (no per-type split published)
+        rows.append({"run": "Reflexion paper: ReAct + Reflexion, 12 trials", "All": "97.0", "n": 134})
     return pd.DataFrame(rows)
+
+
+def learning_curves(runs: Any) -> Any:
+    """Reflexion's learning curve of every Reflexion run (pandas): the share right after trial t
+    with its 95% Wilson interval, who judged (oracle feedback marked), the cost of a trial and of a
+    success."""
+    import pandas as pd
+
+    rows = []
+    for r in runs.itertuples() if len(runs) else ():
+        curve = r.reflexion
+        if curve is None:
+            continue
+        for t, score in enumerate(curve.curve, start=1):
+            rows.append(
+                {
+                    "run": f"{r.task} {r.mode}/{r.runner} {r.model} ({r.run_id})",
+                    "evaluator": curve.evaluator + (" (oracle feedback)" if curve.oracle_feedback else ""),
+                    "trial": t,
+                    "right": f"{100 * score.mean:.1f}",
+                    "95% CI": f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]",
+                    "n": r.n,
+                    "cost/trial": _money(curve.cost_per_trial),
+                    "cost/success": _money(curve.cost_per_success),
+                    "paper": REFLEXION_PAPER.get(r.task, "") if t == len(curve.curve) else "",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def plot_learning_curves(runs: Any, path: Path) -> None:
+    """The share right after each trial of every Reflexion run, with its 95% Wilson band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for r in runs.itertuples() if len(runs) else ():
+        curve = r.reflexion
+        if curve is None or not curve.curve:
+            continue
+        trials = range(1, len(curve.curve) + 1)
+        said = " (oracle feedback)" if curve.oracle_feedback else ""
+        (line,) = ax.plot(
+            trials, [100 * c.mean for c in curve.curve], marker="o", ms=3, label=f"{_run_title(r)}{said} (n={r.n})"
+        )
+        low, high = [100 * c.ci95[0] for c in curve.curve], [100 * c.ci95[1] for c in curve.curve]
+        ax.fill_between(trials, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, 100)
+    ax.set_xlabel("trial")
+    ax.set_ylabel("right after the trial (%), 95% Wilson band")
+    ax.set_title("Reflexion: learning curve", fontsize=9)
+    if ax.lines:
+        ax.legend(fontsize=8, loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no Reflexion run in this study", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xticks([])
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def context_comparison(runs: Any) -> Any:
@@ -522,6 +601,14 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
             encoding="utf-8",
         )
         written.append("table3.md")
+    curves = learning_curves(runs)
+    if len(curves):
+        (out / "learning_curve.md").write_text(
+            "# Reflexion: right after each trial\n\n" + curves.to_markdown(index=False, disable_numparse=True) + "\n",
+            encoding="utf-8",
+        )
+        plot_learning_curves(runs, out / "learning_curve.png")
+        written += ["learning_curve.md", "learning_curve.png"]
     remedies = context_comparison(runs)
     if len(remedies):
         (out / "context.md").write_text(

@@ -33,7 +33,14 @@ def test_prompt_keys_of_every_mode_and_runner(mode: str, runner: str) -> None:
 
 
 def test_which_modes_need_the_environment_and_sample() -> None:
-    assert {m for m in MODES if MODE_SPECS[m].needs_env} == {"act", "react", "react_cot_sc", "cot_sc_react", "react_im"}
+    assert {m for m in MODES if MODE_SPECS[m].needs_env} == {
+        "act",
+        "react",
+        "react_cot_sc",
+        "cot_sc_react",
+        "react_im",
+        "reflexion",
+    }
     assert {m for m in MODES if MODE_SPECS[m].samples} == {"cot_sc", "react_cot_sc", "cot_sc_react"}
 
 

@@ -45,6 +45,7 @@ from react_bench.types import (
     ModelResponse,
     StopReason,
     TextBlock,
+    Usage,
     block_from_dict,
     block_to_dict,
 )
@@ -131,13 +132,8 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
         try:
             record = json.loads(line)
             example_id = attempt_key(str(record["id"]), int(record.get("epoch") or 1))
-            if "completions" in record:
-                kinds.add("completions")
-                responses = [_failure(t) or _text_response(t) for t in record["completions"]]
-            else:
-                kinds.add("responses")
-                responses = [_failure(b) or _block_response(b) for b in record["responses"]]
-            responses = _with_stops(responses, record.get("stop_reasons"))
+            kinds.add("completions" if "completions" in record else "responses")
+            responses = recorded_from_line(record)
         except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{path}:{number}: not a cassette line ({exc})") from exc
         if example_id in by_id:
@@ -146,6 +142,28 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
     if len(kinds) > 1:
         raise ConfigError(f"{path} mixes text completions and message responses")
     return (kinds.pop() if kinds else "completions"), by_id  # type: ignore[return-value]
+
+
+def recorded_from_line(line: dict[str, Any]) -> list[Recorded]:
+    """The calls of one cassette line, as they were recorded: responses with their stop reasons
+    (and their usage, where the line keeps it: a Reflexion trial log's), failures as failures."""
+    if "completions" in line:
+        responses = [_failure(t) or _text_response(t) for t in line["completions"]]
+    else:
+        responses = [_failure(b) or _block_response(b) for b in line["responses"]]
+    responses = _with_stops(responses, line.get("stop_reasons"))
+    usages = line.get("usage")
+    if isinstance(usages, list):
+        responses = [
+            replace(r, usage=Usage.from_dict(u)) if isinstance(r, ModelResponse) and isinstance(u, dict) else r
+            for r, u in zip(responses, [*usages, *[None] * len(responses)], strict=False)
+        ]
+    return responses
+
+
+def current_calls() -> list[Recorded] | None:
+    """The calls recorded so far for the attempt in scope (None: outside an example's scope)."""
+    return _CALLS.get()
 
 
 def _with_stops(responses: list[Recorded], stops: Any) -> list[Recorded]:

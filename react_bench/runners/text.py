@@ -63,6 +63,7 @@ class TextPolicy:
     stats: StepStats = field(default_factory=StepStats)
     context: ContextView = field(default_factory=ContextView)
     last_step: int | None = None  # no request follows this step's: its newest turn is not written to the cache
+    memory: str = ""  # mode=reflexion: the reflections, just before the opening (reflexion.memory_text)
 
     def scratchpad_parts(self, history: Sequence[Message], first_step: int = 1) -> list[str]:
         """One piece per finished step: the turn as stored, and its observation."""
@@ -76,7 +77,7 @@ class TextPolicy:
         return "".join(self.scratchpad_parts(history))
 
     def _base(self) -> list[str]:
-        return base_parts(self.prompt, self.text_format.opening(self.question))
+        return base_parts(self.prompt, self.memory + self.text_format.opening(self.question))
 
     async def _viewed_parts(self, history: Sequence[Message]) -> tuple[list[str], Usage]:
         """The prompt's parts as the context view sends them, and what a summary call cost."""

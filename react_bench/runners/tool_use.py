@@ -56,12 +56,13 @@ class ToolUsePolicy:
     stats: StepStats = field(default_factory=StepStats)
     context: ContextView = field(default_factory=ContextView)
     last_step: int | None = None  # no request follows this step's: its newest turn is not written to the cache
+    memory: str = ""  # mode=reflexion: the reflections, just before the question (reflexion.memory_text)
 
     def _request(
         self, history: Sequence[Message], notice: str | None = None, summary: str = "", final: bool = False
     ) -> ModelRequest:
         shots = exemplar_conversation(self.prompt, self.style, self.shots, self.text_format, self.tools)
-        question = TextBlock(self.text_format.opening(self.question).strip("\n"))
+        question = TextBlock((self.memory + self.text_format.opening(self.question)).strip("\n"))
         if summary:  # compact: the summary closes the question's message
             question = TextBlock(f"{question.text}\n\n{summary}")
         if shots:  # the last exemplar ends with a user message of tool results: the question joins it

@@ -208,10 +208,11 @@ class AlfworldTask:
         },
         paper_table=TABLE3_SOURCE,
         answers=False,
-        modes=("react", "act", "react_im"),
+        modes=("react", "act", "react_im", "reflexion"),
         groups=("task_type",),
         shown_groups=("task_type",),
-        protocol={"max_steps": 50},
+        # Reflexion's own ALFWorld protocol (Shinn et al., 2023): 12 trials, the heuristic halt
+        protocol={"max_steps": 50, "reflexion": {"trials": 12, "halt": True}},
     )
     env_group: ClassVar[str | None] = "alfworld"
 

@@ -1,0 +1,329 @@
+"""``mode=reflexion``: trials, an evaluator, reflections kept in the next trial's prompt, the trial
+log that a killed run resumes from, and the learning curve. HotpotQA runs against the Messages API
+stand-in, with a model that answers wrong until its prompt holds a reflection. ALFWorld runs on
+generated games, with a scripted actor that loops until the heuristic halts it."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from react_bench.environment import Action, Example, Observation
+from react_bench.errors import ConfigError
+from react_bench.evaluate import evaluate
+from react_bench.loop import LoopConfig
+from react_bench.modes import SolveSettings
+from react_bench.reflexion import Halting, ReflexionConfig, memory_text, reflection_prompt, verdict_of
+from react_bench.results import format_table
+from react_bench.runconfig import RunConfig
+from react_bench.tasks import TaskConfig, task_info
+from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
+from tests.support import composed
+from tests.support_oracle import gold_answers, question_of
+
+KEY_ENV = "REACT_BENCH_TEST_REFLEXION_KEY"
+REFLECTION = "I answered from memory without searching; next time I will search the entity first."
+_MEMORY = re.compile(r"^Reflection (\d+): ", re.M)
+
+
+def _text(message: dict[str, Any]) -> str:
+    content = message["content"]
+    return content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+
+
+def asks_for_reflection(body: dict[str, Any]) -> bool:
+    last = body["messages"][-1]
+    return "`Reflection:`" in _text(body["messages"][0]) or (
+        last["role"] == "assistant" and _text(last).strip() == "Reflection:"
+    )
+
+
+class Learner:
+    """A model that answers wrong until its prompt holds ``needs`` reflections (per question, in
+    data order), and writes a reflection when asked for one. ``hold``: the actor request of
+    (question index, reflections held) at which it waits for ``release`` (a run killed there)."""
+
+    def __init__(self, golds: dict[str, str], needs: tuple[int, ...], hold: tuple[int, int] | None = None) -> None:
+        self.golds, self.needs, self.order = golds, needs, list(golds)
+        self.hold, self.reached, self.release = hold, threading.Event(), threading.Event()
+        self.asked: list[tuple[str, int, str]] = []  # (question, reflections held, "act" | "reflect")
+        self.lock = threading.Lock()
+        self.written = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        if asks_for_reflection(body):
+            question = question_of(body)
+            with self.lock:
+                self.asked.append((question, -1, "reflect"))
+                self.written += 1
+            return Reply.text(f"Reflection: {REFLECTION} (#{self.written})")
+        question = question_of(body)
+        held = len(_MEMORY.findall(_text(body["messages"][0])))
+        with self.lock:
+            self.asked.append((question, held, "act"))
+        index = self.order.index(question)
+        if self.hold == (index, held) and not self.release.is_set():
+            self.reached.set()
+            self.release.wait(30)
+        right = held >= self.needs[index]
+        answer = self.golds[question] if right else "nobody"
+        return Reply.text(f"Thought 1: I know this one.\nAction 1: Finish[{answer}]")
+
+
+@pytest.fixture
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+
+
+def config(server: MessagesServer, tmp_path: Path, run_id: str, n: int, **extra: Any) -> RunConfig:
+    return RunConfig(
+        task=TaskConfig(name="hotpotqa", n=n),
+        model=claude_model_config(server.base_url, KEY_ENV),  # type: ignore[arg-type]
+        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        results_dir=tmp_path,
+        run_id=run_id,
+        progress=False,
+        **extra,
+    )
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_a_reflection_reaches_the_next_trial_which_succeeds_with_oracle_feedback(
+    tmp_path: Path, key: None
+) -> None:
+    golds = gold_answers(2)
+    learner = Learner(golds, needs=(1, 0))  # the first question needs one reflection; the second none
+    with MessagesServer(responder=learner) as server:
+        result = await evaluate(config(server, tmp_path, "first", 2), out=io.StringIO())
+        bodies = [r.body for r in server.requests]
+    first, second = lines(result.run_dir / "examples.jsonl")
+    # the first question: wrong at trial 1, a reflection, right at trial 2 (whose prompt holds it)
+    assert [t["trial"] for t in first["trials"]] == [1, 2] and first["correct"] is True
+    one, two = first["trials"]
+    assert (one["success"], one["evaluator"], one["prediction"]) == (False, "oracle", "nobody")
+    assert one["reflection"].startswith(REFLECTION) and one["feedback"] == "The answer 'nobody' is incorrect."
+    assert (two["success"], two["memory"], two["reflection"]) == (True, [one["reflection"]], None)
+    acted = [b for b in bodies if not asks_for_reflection(b)]
+    assert f"Reflection 1: {one['reflection']}" in _text(acted[1]["messages"][0])  # trial 2's prompt
+    assert "Reflection 1:" not in _text(acted[0]["messages"][0])  # trial 1's did not
+    assert [e["trial"] for e in first["trajectory"]] == [1, 2]
+    assert first["trajectory"][1]["memory"] == memory_text([one["reflection"]])
+    # the second: right at trial 1, no reflection
+    assert [(t["trial"], t["success"], t["reflection"]) for t in second["trials"]] == [(1, True, None)]
+    assert len(bodies) == 4  # 3 actor calls and 1 reflection
+    # the run says oracle feedback; the curve shows the second trial's gain
+    summary = result.summary
+    assert summary is not None and summary.reflexion is not None
+    curve = summary.reflexion
+    assert curve.oracle_feedback and curve.evaluator == "oracle"
+    assert [c.mean for c in curve.curve] == [0.5, 1.0, 1.0]
+    assert curve.curve[0].ci95[0] < 0.5 < curve.curve[0].ci95[1]  # Wilson's interval, 1 of 2
+    assert (curve.trials_run, curve.reflections) == (3, 1)
+    assert curve.cost_per_trial is not None and curve.cost_per_success is not None
+    written = json.loads((result.run_dir / "metrics.json").read_text())["reflexion"]
+    assert written["oracle_feedback"] is True and [c["mean"] for c in written["curve"]] == [0.5, 1.0, 1.0]
+    table = format_table(summary, task_info("hotpotqa"))
+    assert "ORACLE FEEDBACK" in table and "right after trial 2" in table
+    # the trial log holds every trial, with its calls (the cassette line of the example starts the same)
+    logged = lines(result.run_dir / "trials.jsonl")
+    assert [(t["id"], t["trial"]["trial"]) for t in logged] == [(first["id"], 1), (first["id"], 2), (second["id"], 1)]
+    cassette = lines(result.run_dir / "calls.jsonl")[0]["completions"]
+    assert cassette == [c for t in logged[:2] for c in t["calls"]["completions"]]
+    # the run's recording replays every trial: the same answers, reflections and curve, no server
+    replay = RunConfig(
+        task=TaskConfig(name="hotpotqa", n=2),
+        model={"provider": "replay", "cassette": str(result.run_dir / "calls.jsonl")},
+        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        results_dir=tmp_path / "replayed",
+        run_id="replayed",
+        progress=False,
+    )
+    replayed = await evaluate(replay, out=io.StringIO())
+    again = lines(replayed.run_dir / "examples.jsonl")
+    assert [[(t["prediction"], t["reflection"]) for t in r["trials"]] for r in again] == [
+        [(t["prediction"], t["reflection"]) for t in r["trials"]] for r in (first, second)
+    ]
+    assert replayed.summary is not None and replayed.summary.reflexion == summary.reflexion.__class__(
+        **{**summary.reflexion.__dict__, "cost_per_trial": None, "cost_per_success": None}
+    )
+    # the studies: Reflexion's row, marked, with Reflexion's published figures beside it; the curve
+    from react_bench.studies import learning_curves, load_runs, table1, write_study
+
+    runs = load_runs([result.run_dir])  # (the replay's run is another)
+    grid, _ = table1(runs)
+    row = grid[grid["mode"] == "reflexion"].iloc[0]
+    assert "oracle feedback" in row["HotpotQA EM"]
+    assert "text-davinci-003 30 -> 55" in row["HotpotQA EM Reflexion paper"]
+    curves = learning_curves(runs)
+    assert list(curves["trial"]) == [1, 2, 3] and list(curves["right"]) == ["50.0", "100.0", "100.0"]
+    assert set(curves["evaluator"]) == {"oracle (oracle feedback)"}
+    study = write_study(runs, tmp_path / "study")
+    assert {"learning_curve.md", "learning_curve.png"} <= set(study["written"])
+    shown = (tmp_path / "study" / "learning_curve.md").read_text()
+    assert re.search(r"\| 2 +\| 100\.0 +\| \[34\.2, 100\.0\]", shown) and "oracle feedback" in shown
+
+
+async def test_a_killed_run_resumes_mid_example_without_running_a_trial_twice(tmp_path: Path, key: None) -> None:
+    golds = gold_answers(2)
+    needs = (1, 2)  # the second question needs two reflections: right at trial 3
+    whole = Learner(golds, needs)
+    with MessagesServer(responder=whole.__call__) as server:
+        uninterrupted = await evaluate(config(server, tmp_path, "whole", 2, request_cache="off"), out=io.StringIO())
+    killed = Learner(golds, needs, hold=(1, 1))  # the second question's trial 2, mid-trial
+    with MessagesServer(responder=killed.__call__) as server:
+        run = asyncio.create_task(evaluate(config(server, tmp_path, "cut", 2, request_cache="off"), out=io.StringIO()))
+        assert await asyncio.to_thread(killed.reached.wait, 30)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        killed.release.set()
+        run_dir = tmp_path / "hotpotqa"
+        (cut,) = [p for p in run_dir.rglob("cut") if p.is_dir()]
+        log = cut / "trials.jsonl"
+        kept = log.read_text().splitlines(keepends=True)
+        assert len(kept) == 3  # the first question's 2 trials and the second's first
+        log.write_text("".join(kept) + kept[-1][:40])  # and a line torn by the kill
+        assert not (cut / "examples.jsonl").read_text().count(golds[list(golds)[1]])
+        resumed = await evaluate(
+            config(server, tmp_path, "cut", 2, request_cache="off", resume=True), out=io.StringIO()
+        )
+    assert resumed.n_new == 1
+    second = list(golds)[1]
+    asked = [(q, held, kind) for q, held, kind in killed.asked if q == second]
+    # trial 1 and its reflection ran once; trial 2 twice (the one killed, the one finished); trial 3 once
+    assert asked.count((second, 0, "act")) == 1 and asked.count((second, 1, "act")) == 2
+    assert asked.count((second, 2, "act")) == 1 and asked.count((second, -1, "reflect")) == 2
+    records = lines(cut / "examples.jsonl")
+    assert sorted(len(r["trials"]) for r in records) == [2, 3]
+    for r in records:
+        assert [t["trial"] for t in r["trials"]] == list(range(1, len(r["trials"]) + 1))
+    assert resumed.summary is not None and uninterrupted.summary is not None
+    ours, theirs = resumed.summary.reflexion, uninterrupted.summary.reflexion
+    assert ours is not None and theirs is not None
+    assert ours.curve == theirs.curve and [c.mean for c in ours.curve] == [0.0, 0.5, 1.0]
+    assert (ours.trials_run, ours.reflections) == (theirs.trials_run, theirs.reflections) == (5, 3)
+    # the resumed example's cassette line holds every trial's calls, the logged ones first
+    by_id = {c["id"]: c for c in lines(cut / "calls.jsonl")}
+    whole_by_id = {c["id"]: c for c in lines(uninterrupted.run_dir / "calls.jsonl")}
+    (resumed_id,) = [r["id"] for r in records if len(r["trials"]) == 3]
+    assert by_id[resumed_id]["completions"] == whole_by_id[resumed_id]["completions"]
+
+
+async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_is_written(
+    scripted: Any, tmp_path: Path
+) -> None:
+    from react_bench.tasks.alfworld import AlfworldConfig, AlfworldTask
+
+    small = AlfworldConfig(games=12, train_games=18, seed=0)
+    (game,) = AlfworldTask().examples(TaskConfig(name="alfworld", n=1), small)
+    walk = json.loads(Path(game.metadata["gamefile"]).read_text())["walkthrough"]
+    lesson = " I only looked around and never moved; next time I will go to the likely places in turn."
+    model = scripted([" look"] * 4 + [lesson] + [f" {c}" for c in walk])
+    cfg = RunConfig(
+        task=TaskConfig(name="alfworld", n=1),
+        model={"provider": "scripted", "label": "looper"},
+        solve=SolveSettings(
+            mode="reflexion", loop=LoopConfig(max_steps=50), reflexion=ReflexionConfig(trials=3, halt=True)
+        ),
+        env=small,
+        results_dir=tmp_path,
+        progress=False,
+        run_id="loop",
+    )
+    result = await evaluate(cfg, model=model)
+    (record,) = lines(result.run_dir / "examples.jsonl")
+    one, two = record["trials"]
+    assert (one["reason"], one["steps"], one["success"], one["evaluator"]) == ("halted", 4, False, "env")
+    assert "got the same observation 4 times (more than 3)" in one["halted"]
+    assert one["reflection"] == lesson.strip() and "The trial was stopped" in one["feedback"]
+    assert (two["success"], two["correct"], two["reason"], two["memory"]) == (True, True, "done", [lesson.strip()])
+    assert record["success"] == 1.0 and record["route"] == "reflexion"
+    prompts = [r.prompt for r in model.requests if r.prompt is not None]
+    reflect = prompts[4]
+    assert "\n> look\n" in reflect and reflect.rstrip().endswith("Reflection:")
+    assert "Your task is to:" in reflect and "(END OF EXAMPLES)" in reflect
+    assert f"Reflection 1: {lesson.strip()}" in prompts[5] and "Reflection 1:" not in prompts[0]
+    curve = result.summary.reflexion if result.summary else None
+    assert curve is not None and not curve.oracle_feedback and curve.halted == 1
+    assert [c.mean for c in curve.curve] == [0.0, 1.0, 1.0]
+
+
+async def test_the_halt_counts_repeats_and_actions() -> None:
+    class Echo:
+        def actions(self) -> tuple[()]:
+            return ()
+
+        async def reset(self, example: Example) -> Observation:
+            return Observation("start")
+
+        async def step(self, action: Action) -> Observation:
+            return Observation(f"you did {action.text}")
+
+        def close(self) -> None:
+            pass
+
+    halt = Halting(Echo(), max_repeats=3, max_actions=5)
+    seen = [await halt.step(Action("", {}, text)) for text in ("a", "b", "a", "a")]
+    assert not any(o.ends for o in seen) and halt.halted is None  # "a" answered the same 3 times: not more
+    last = await halt.step(Action("", {}, "a"))
+    assert last.done and last.text == "you did a" and "4 times (more than 3)" in (halt.halted or "")
+    busy = Halting(Echo(), max_repeats=3, max_actions=5)
+    steps = [await busy.step(Action("", {}, str(i))) for i in range(6)]
+    assert [o.ends for o in steps] == [False] * 5 + [True] and busy.halted == "6 actions (more than 5)"
+
+
+def test_verdicts_and_settings() -> None:
+    assert verdict_of("env", False, "done", "", 1.0, None).success
+    assert not verdict_of("env", False, "done", "", 0.5, None).success
+    assert not verdict_of("oracle", True, "answered", "x", None, "a loop").success  # a halted trial fails
+    assert verdict_of("heuristic", False, "answered", "Paris", None, None).success  # no gold: answered is enough
+    assert not verdict_of("heuristic", False, "step_limit", "", None, None).success
+    assert ReflexionConfig().resolved("alfworld", answers=False, scores_episodes=True).evaluator == "env"
+    assert ReflexionConfig().resolved("hotpotqa", answers=True, scores_episodes=False).oracle_feedback
+    with pytest.raises(ConfigError, match="does not score an episode"):
+        ReflexionConfig(evaluator="env").resolved("hotpotqa", answers=True, scores_episodes=False)
+    with pytest.raises(ConfigError, match="at least 1"):
+        ReflexionConfig(memory=0)
+    # the command line: ALFWorld's protocol is Reflexion's (12 trials, the halt); the others ask for no ray
+    alf = RunConfig.from_mapping(composed("task=alfworld", "mode=reflexion"))
+    assert alf.solve.reflexion == ReflexionConfig(trials=12, halt=True, evaluator="env")
+    hot = RunConfig.from_mapping(composed("mode=reflexion", "reflexion.memory=1", "reflexion.trials=4"))
+    assert hot.solve.reflexion == ReflexionConfig(trials=4, memory=1, evaluator="oracle")
+    with pytest.raises(ConfigError, match="executor=ray"):
+        RunConfig.from_mapping(composed("mode=reflexion", "executor=ray"))
+    for task in ("hotpotqa", "fever", "alfworld", "webshop", "synthwiki", "synthwiki_claims"):
+        assert "(END OF EXAMPLES)" in reflection_prompt(task).exemplars
+
+
+async def test_the_memory_keeps_the_last_reflections_only(tmp_path: Path, key: None) -> None:
+    golds = gold_answers(1)
+    learner = Learner(golds, needs=(99,))  # never right: every trial but the last reflects
+    with MessagesServer(responder=learner) as server:
+        cfg = config(server, tmp_path, "memory", 1)
+        cfg = RunConfig(
+            **{
+                **cfg.__dict__,
+                "solve": SolveSettings(
+                    mode="reflexion", reflexion=ReflexionConfig(trials=4, memory=2, evaluator="oracle")
+                ),
+            }
+        )
+        result = await evaluate(cfg, out=io.StringIO())
+        acted = [r.body for r in server.requests if not asks_for_reflection(r.body)]
+    (record,) = lines(result.run_dir / "examples.jsonl")
+    reflections = [t["reflection"] for t in record["trials"]]
+    assert [r is not None for r in reflections] == [True, True, True, False]  # none after the last trial
+    assert [t["memory"] for t in record["trials"]] == [[], reflections[:1], reflections[:2], reflections[1:3]]
+    last = _text(acted[3]["messages"][0])
+    assert f"Reflection 1: {reflections[1]}\nReflection 2: {reflections[2]}\n" in last and "(#1)" not in last
+    assert record["correct"] is False and record["reason"] == "answered"
