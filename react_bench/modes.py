@@ -62,6 +62,7 @@ from react_bench.reflexion import (
     ReflexionConfig,
     TrialLog,
     Verdict,
+    action_text,
     judge_verdict,
     memory_text,
     reflection_parts,
@@ -606,7 +607,7 @@ class Solver:
                 if step.text.strip():
                     out.append(step.text.strip() + "\n")
                 for a in step.actions:
-                    said = a.text or f"{a.name}[{', '.join(str(v) for v in a.arguments.values())}]"
+                    said = a.text or action_text(a.name, a.arguments)
                     out.append(f"Action: {said}\n")
                     if a.observation is not None:
                         out.append(f"Observation: {a.observation}\n")

@@ -181,6 +181,15 @@ def judge_verdict(said: str, judge: str) -> Verdict:
     return Verdict(success, f"A judge read the trial and said {'SUCCESS' if success else 'FAILURE'}.", judge)
 
 
+def action_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """A tool call written as a text action: ``look``, ``search[Ed Wood]``, ``f[{"a": 1, ...}]``."""
+    if not arguments:
+        return name
+    if len(arguments) == 1:
+        return f"{name}[{next(iter(arguments.values()))}]"
+    return f"{name}[{json.dumps(dict(arguments), sort_keys=True)}]"
+
+
 class Halting:
     """An environment that halts its episode on Reflexion's heuristic: the same action answered
     the same way more than ``max_repeats`` times, or more than ``max_actions`` actions. The
@@ -201,7 +210,7 @@ class Halting:
     async def step(self, action: Action) -> Observation:
         observation = await self.env.step(action)
         self.count += 1
-        said = action.text or f"{action.name}[{json.dumps(dict(action.arguments), sort_keys=True)}]"
+        said = action.text or action_text(action.name, action.arguments)
         pair = (said.strip(), observation.text.strip())
         self.seen[pair] += 1
         if self.seen[pair] > self.max_repeats:

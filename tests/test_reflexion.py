@@ -219,21 +219,29 @@ async def test_a_killed_run_resumes_mid_example_without_running_a_trial_twice(tm
     assert by_id[resumed_id]["completions"] == whole_by_id[resumed_id]["completions"]
 
 
+@pytest.mark.parametrize("runner", ["text", "tool_use"])
 async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_is_written(
-    scripted: Any, tmp_path: Path
+    scripted: Any, tmp_path: Path, runner: str
 ) -> None:
     from react_bench.tasks.alfworld import AlfworldConfig, AlfworldTask
+    from tests.test_alfworld import tool_turns
 
     small = AlfworldConfig(games=12, train_games=18, seed=0)
     (game,) = AlfworldTask().examples(TaskConfig(name="alfworld", n=1), small)
     walk = json.loads(Path(game.metadata["gamefile"]).read_text())["walkthrough"]
     lesson = " I only looked around and never moved; next time I will go to the likely places in turn."
-    model = scripted([" look"] * 4 + [lesson] + [f" {c}" for c in walk])
+    if runner == "text":
+        model = scripted([" look"] * 4 + [lesson] + [f" {c}" for c in walk])
+    else:
+        model = scripted([*tool_turns(["look"] * 4), lesson, *tool_turns(walk)])
     cfg = RunConfig(
         task=TaskConfig(name="alfworld", n=1),
         model={"provider": "scripted", "label": "looper"},
         solve=SolveSettings(
-            mode="reflexion", loop=LoopConfig(max_steps=50), reflexion=ReflexionConfig(trials=3, halt=True)
+            mode="reflexion",
+            runner=runner,
+            loop=LoopConfig(max_steps=50),
+            reflexion=ReflexionConfig(trials=3, halt=True),
         ),
         env=small,
         results_dir=tmp_path,
@@ -248,11 +256,13 @@ async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_
     assert one["reflection"] == lesson.strip() and "The trial was stopped" in one["feedback"]
     assert (two["success"], two["correct"], two["reason"], two["memory"]) == (True, True, "done", [lesson.strip()])
     assert record["success"] == 1.0 and record["route"] == "reflexion"
-    prompts = [r.prompt for r in model.requests if r.prompt is not None]
-    reflect = prompts[4]
-    assert "\n> look\n" in reflect and reflect.rstrip().endswith("Reflection:")
+    sent = [r.prompt or "\n".join(m.text for m in r.messages) for r in model.requests]
+    reflect = sent[4]
+    looked = "\n> look\n" if runner == "text" else "\nAction: look\n"
+    assert looked in reflect and (reflect.rstrip().endswith("Reflection:") or "`Reflection:`" in reflect)
+    assert "the same action ('look') got the same observation 4 times" in reflect
     assert "Your task is to:" in reflect and "(END OF EXAMPLES)" in reflect
-    assert f"Reflection 1: {lesson.strip()}" in prompts[5] and "Reflection 1:" not in prompts[0]
+    assert f"Reflection 1: {lesson.strip()}" in sent[5] and "Reflection 1:" not in sent[0]
     curve = result.summary.reflexion if result.summary else None
     assert curve is not None and not curve.oracle_feedback and curve.halted == 1
     assert [c.mean for c in curve.curve] == [0.0, 1.0, 1.0]
