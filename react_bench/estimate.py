@@ -77,6 +77,17 @@ def estimate_example(solver: Solver, question: str, *, caching: bool, minimum: i
                 usage = Usage(cache_creation_input_tokens=tokens - read, cache_read_input_tokens=read)
             total = total + Estimate(1, usage + Usage(output_tokens=solver.settings.max_tokens))
             previous = tokens
+    reflexion = solver.settings.reflexion
+    if solver.spec.trials and reflexion is not None:  # every trial to its cap, a reflection after each but the last
+        prompt = solver.prompts["reflexion"]
+        trajectory = (solver.settings.max_tokens + OBSERVATION_TOKENS) * solver.settings.loop.max_steps
+        reflect = Usage(
+            input_tokens=len(prompt.instruction + prompt.exemplars) // 4 + trajectory,
+            output_tokens=reflexion.max_tokens,
+        )
+        one = total
+        for _ in range(reflexion.trials - 1):
+            total = total + one + Estimate(1, reflect)
     return total
 
 

@@ -337,3 +337,20 @@ async def test_the_memory_keeps_the_last_reflections_only(tmp_path: Path, key: N
     last = _text(acted[3]["messages"][0])
     assert f"Reflection 1: {reflections[1]}\nReflection 2: {reflections[2]}\n" in last and "(#1)" not in last
     assert record["correct"] is False and record["reason"] == "answered"
+
+
+async def test_a_dry_run_prices_every_trial_and_reflection(tmp_path: Path, key: None) -> None:
+    cfg = RunConfig(
+        task=TaskConfig(name="hotpotqa", n=2),
+        model=claude_model_config("http://127.0.0.1:9", KEY_ENV),  # type: ignore[arg-type]
+        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        results_dir=tmp_path,
+        run_id="priced",
+        progress=False,
+        dry_run=True,
+    )
+    await evaluate(cfg, out=io.StringIO())
+    priced = json.loads(
+        (tmp_path / "hotpotqa" / "claude-sonnet-4-6" / "reflexion-text" / "priced" / "dry_run.json").read_text()
+    )
+    assert priced["calls_at_most"] == 2 * (3 * 7 + 2)  # 3 trials of 7 steps, 2 reflections, per example
