@@ -287,7 +287,6 @@ def plot_learning_curves(runs: Any, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for r in runs.itertuples() if len(runs) else ():
@@ -301,15 +300,31 @@ def plot_learning_curves(runs: Any, path: Path) -> None:
         )
         low, high = [100 * c.ci95[0] for c in curve.curve], [100 * c.ci95[1] for c in curve.curve]
         ax.fill_between(trials, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
+    _save_percent_plot(
+        fig,
+        ax,
+        path,
+        ("trial", "right after the trial (%), 95% Wilson band"),
+        "Reflexion: learning curve",
+        "no Reflexion run in this study",
+    )
+
+
+def _save_percent_plot(fig: Any, ax: Any, path: Path, labels: tuple[str, str], title: str, empty: str) -> None:
+    """A 0-100% plot of lines over integer steps finished and written (``empty``: said when it has
+    no line): the CoT-SC k-curve's and Reflexion's learning curve's."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, 100)
-    ax.set_xlabel("trial")
-    ax.set_ylabel("right after the trial (%), 95% Wilson band")
-    ax.set_title("Reflexion: learning curve", fontsize=9)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(title, fontsize=9)
     if ax.lines:
         ax.legend(fontsize=8, loc="lower right")
     else:
-        ax.text(0.5, 0.5, "no Reflexion run in this study", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes)
         ax.set_xticks([])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -483,7 +498,6 @@ def plot_k_curve(runs: Any, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     from react_bench.metrics import wilson_ci
 
@@ -506,19 +520,14 @@ def plot_k_curve(runs: Any, path: Path) -> None:
                     alpha=0.15,
                     linewidth=0,
                 )
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_ylim(0, 100)
-    ax.set_xlabel("CoT-SC samples k")
-    ax.set_ylabel("accuracy (%), 95% Wilson band")
-    ax.set_title("Accuracy at k (CoT-SC->ReAct: ReAct answer where known)", fontsize=9)
-    if ax.lines:
-        ax.legend(fontsize=8, loc="lower right")
-    else:
-        ax.text(0.5, 0.5, "no CoT-SC run in this study", ha="center", va="center", transform=ax.transAxes)
-        ax.set_xticks([])
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save_percent_plot(
+        fig,
+        ax,
+        path,
+        ("CoT-SC samples k", "accuracy (%), 95% Wilson band"),
+        "Accuracy at k (CoT-SC->ReAct: ReAct answer where known)",
+        "no CoT-SC run in this study",
+    )
 
 
 def plot_tokens(runs: Any, path: Path) -> None:
