@@ -354,3 +354,35 @@ async def test_a_dry_run_prices_every_trial_and_reflection(tmp_path: Path, key: 
         (tmp_path / "hotpotqa" / "claude-sonnet-4-6" / "reflexion-text" / "priced" / "dry_run.json").read_text()
     )
     assert priced["calls_at_most"] == 2 * (3 * 7 + 2)  # 3 trials of 7 steps, 2 reflections, per example
+
+
+async def test_an_errored_trial_runs_again_with_retry_errors_and_the_finished_ones_do_not(
+    tmp_path: Path, key: None
+) -> None:
+    from react_bench.testing.sse import Fault
+
+    golds = gold_answers(1)
+    learner = Learner(golds, needs=(2,))  # right at trial 3
+    reflections = []
+
+    def responder(body: dict[str, Any]) -> Reply | Fault:
+        if asks_for_reflection(body):
+            reflections.append(body)
+            if len(reflections) == 2:  # the second reflection: overloaded (no retries)
+                return Fault.overloaded()
+        return learner(body)
+
+    with MessagesServer(responder=responder) as server:
+        cut = await evaluate(config(server, tmp_path, "flaky", 1, request_cache="off"), out=io.StringIO())
+        (record,) = lines(cut.run_dir / "examples.jsonl")
+        assert record["reason"] == "error" and "overloaded" in record["error"].lower()
+        assert [(t["trial"], t["error"] is not None) for t in record["trials"]] == [(1, False), (2, True)]
+        assert [t["trial"]["trial"] for t in lines(cut.run_dir / "trials.jsonl")] == [1]  # the finished one only
+        again = await evaluate(
+            config(server, tmp_path, "flaky", 1, request_cache="off", resume=True, retry_errors=True),
+            out=io.StringIO(),
+        )
+    (record,) = lines(again.run_dir / "examples.jsonl")
+    assert record["correct"] is True and [t["trial"] for t in record["trials"]] == [1, 2, 3]
+    # trial 1 ran once; trial 2 twice (its reflection failed, so it was not finished); then trial 3
+    assert [held for _, held, kind in learner.asked if kind == "act"] == [0, 1, 1, 2]
