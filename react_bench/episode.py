@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from react_bench.environment import EnvFactory
@@ -25,13 +24,13 @@ from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
+from react_bench.paths import CONFIGS
 from react_bench.prompts import PromptSpec, load_instruction
 from react_bench.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
 
 Sink = Callable[[AgentEvent], None]
-MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "model"
 
 
 @dataclass
@@ -117,9 +116,9 @@ def judge_model(name: str, cfg: RunConfig) -> Any:
     from react_bench.models import build_stack
     from react_bench.models.stack import ModelSpec
 
-    path = MODEL_CONFIGS / f"{name}.yaml"
+    path = CONFIGS / "model" / f"{name}.yaml"
     if not path.is_file():
-        choices = ", ".join(sorted(p.stem for p in MODEL_CONFIGS.glob("*.yaml")))
+        choices = ", ".join(sorted(p.stem for p in (CONFIGS / "model").glob("*.yaml")))
         raise ConfigError(f"reflexion.judge={name}: no configs/model/{name}.yaml; one of {choices}")
     spec = ModelSpec.from_mapping(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
     return build_stack(spec, request_cache=cfg.request_cache, sends=not cfg.dry_run).top

@@ -502,8 +502,10 @@ class Solver:
             number = len(trials) + 1
             memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
             start = len(calls) if calls is not None else 0
-            halting = functools.partial(Halting, max_repeats=r.max_repeats, max_actions=r.max_actions)
-            outcome = await self._agent(example, "react", on_event, memory_text(memory), halting if r.halt else None)
+            halting = (
+                functools.partial(Halting, max_repeats=r.max_repeats, max_actions=r.max_actions) if r.halt else None
+            )
+            outcome = await self._agent(example, "react", on_event, memory_text(memory), halting)
             tried = [replace(e, trial=number) for e in outcome.episodes]
             correct = self.grade(example, outcome) if self.grade is not None else False
             extra, spent, reflection = StepStats(), outcome.usage, None
@@ -511,7 +513,7 @@ class Solver:
             verdict = Verdict(False, outcome.error or "", r.evaluator)
             try:
                 if error is None:
-                    verdict, used = await self._verdict(r.evaluator, example, outcome, correct, tried, extra)
+                    verdict, used = await self._verdict(r.evaluator, outcome, correct, tried, extra)
                     spent += used
                 if error is None and not verdict.success and number < r.trials:
                     reflection, used = await self._text_call(
@@ -564,7 +566,7 @@ class Solver:
         )
 
     async def _verdict(
-        self, kind: str, example: Example, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
+        self, kind: str, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
     ) -> tuple[Verdict, Usage]:
         """The evaluator's verdict of a trial (a judge's costs a call; the others none)."""
         if kind != "judge" or outcome.halted is not None or outcome.reason == "step_limit":

@@ -28,13 +28,12 @@ import io
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from react_bench.estimate import Estimate, estimate_example
+from react_bench.paths import CONFIGS
 from react_bench.types import Usage
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # the checkout's (as react_bench/cli.py's scripts)
 ASSUMED_RPM = 50  # Anthropic's lowest tier, where a model config gives no requests_per_minute
 MODES_TABLE1 = ("standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react")
 PAIRS = ("[0,1]", "[1,0]", "[0,2]", "[2,0]", "[1,2]", "[2,1]")

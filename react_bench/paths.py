@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"  # the checkout's Hydra configs (as scripts/eval.py's)
+
 
 def cache_dir() -> Path:
     root = os.environ.get("REACT_BENCH_CACHE")

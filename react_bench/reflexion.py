@@ -51,12 +51,12 @@ import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from react_bench.environment import Action, Environment, Example, Observation
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import ToolSpec
 from react_bench.models.replay import CassetteKind, Recorded, cassette_line, recorded_from_line
 from react_bench.prompts import PROMPT_DIR, PromptSpec
@@ -97,24 +97,15 @@ class ReflexionConfig:
         """``reflexion.*`` as composed; a null takes the task's protocol (``TaskInfo.protocol``'s
         ``reflexion``: ALFWorld's 12 trials and the halt), else the default."""
         chosen = {k: v for k, v in values.items() if v is not None}
-        unknown = set(chosen) - {f.name for f in fields(ReflexionConfig)}
-        if unknown:
-            raise ConfigError(f"reflexion: unknown setting(s) {', '.join(sorted(unknown))}")
-        merged = {**protocol, **chosen}
-        for key in ("trials", "memory", "max_repeats", "max_actions", "max_tokens"):
-            if key in merged:
-                try:
-                    merged[key] = int(merged[key])
-                except (TypeError, ValueError):
-                    raise ConfigError(f"reflexion.{key}={merged[key]!r}: a whole number") from None
-        if "halt" in merged and not isinstance(merged["halt"], bool):
-            raise ConfigError(f"reflexion.halt={merged['halt']!r}: true or false")
-        return ReflexionConfig(**merged)
+        return settings_of(ReflexionConfig, {**protocol, **chosen}, "reflexion")
 
     def __post_init__(self) -> None:
         for name in ("trials", "memory", "max_repeats", "max_actions", "max_tokens"):
-            if int(getattr(self, name)) < 1:
-                raise ConfigError(f"reflexion.{name}={getattr(self, name)}: must be at least 1")
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"reflexion.{name}={value!r}: a whole number, at least 1")
+        if not isinstance(self.halt, bool):
+            raise ConfigError(f"reflexion.halt={self.halt!r}: true or false")
         if self.evaluator not in EVALUATORS:
             raise ConfigError(f"reflexion.evaluator={self.evaluator!r}: one of {', '.join(EVALUATORS)}")
 

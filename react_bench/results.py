@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci, wilson_ci
+from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
 from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, TrialCurve
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
@@ -171,10 +171,9 @@ def trial_curve(records: list[ExampleRecord], run: RunHeader) -> TrialCurve | No
     most = max([int(settings.get("trials") or 0), *(len(r.trials) for r in records)])
     evaluator = str(settings.get("evaluator") or next((t.evaluator for t in trials), ""))
     curve = []
-    for t in range(1, most + 1):
-        right = sum(any(x.correct for x in r.trials[:t]) for r in records)
-        ci = wilson_ci(right, len(records)) if records else None
-        curve.append(Score(right / len(records), (ci.low, ci.high), "wilson") if ci else Score(0.0, (0.0, 0.0)))
+    for t in range(1, most + 1) if records else ():  # right after trial t: right at some trial up to t
+        ci = score_ci([float(any(x.correct for x in r.trials[:t])) for r in records], seed=0)
+        curve.append(Score(ci.mean, (ci.low, ci.high), ci.method))
     costs = [t.cost_usd for t in trials]
     spent = [r.cost_usd for r in records]
     solved = sum(r.correct for r in records)

@@ -117,6 +117,11 @@ class RunConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, Mapping):
             object.__setattr__(self, "model", ModelSpec.from_mapping(self.model))
+        if self.executor == "ray" and MODE_SPECS[self.solve.mode].trials:
+            raise ConfigError(
+                "mode=reflexion with executor=ray: the trial log (resume mid-example) is written by the run's own "
+                "process; run it with executor=local"
+            )
 
     @staticmethod
     def from_mapping(cfg: Mapping[str, Any]) -> RunConfig:
@@ -242,11 +247,6 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
 
 def _reflexion(cfg: Mapping[str, Any], info: TaskInfo) -> ReflexionConfig:
     """mode=reflexion's settings, the task's protocol under them, the evaluator made concrete."""
-    if str(cfg.get("executor") or "local") == "ray":
-        raise ConfigError(
-            "mode=reflexion with executor=ray: the trial log (resume mid-example) is written by the run's own "
-            "process; run it with executor=local"
-        )
     config = ReflexionConfig.from_mapping(_section(cfg, "reflexion"), info.protocol.get("reflexion") or {})
     return config.resolved(info.name, answers=info.answers, scores_episodes=not info.answers)
 

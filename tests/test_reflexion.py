@@ -10,6 +10,7 @@ import io
 import json
 import re
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -386,3 +387,37 @@ async def test_an_errored_trial_runs_again_with_retry_errors_and_the_finished_on
     assert record["correct"] is True and [t["trial"] for t in record["trials"]] == [1, 2, 3]
     # trial 1 ran once; trial 2 twice (its reflection failed, so it was not finished); then trial 3
     assert [held for _, held, kind in learner.asked if kind == "act"] == [0, 1, 1, 2]
+
+
+async def test_a_model_judge_decides_the_retries_without_the_gold(tmp_path: Path, key: None) -> None:
+    golds = gold_answers(1)
+    ((_, gold),) = golds.items()
+    learner = Learner(golds, needs=(1,))
+    judged: list[str] = []
+
+    def responder(body: dict[str, Any]) -> Reply:
+        said = "\n".join(_text(m) for m in body["messages"])
+        if "Reply with one word: SUCCESS or FAILURE" in said:  # the judge reads the attempt, not the gold
+            judged.append(said)
+            return Reply.text("Verdict: SUCCESS" if f"Final answer: {gold}\n" in said else "Verdict: FAILURE")
+        return learner(body)
+
+    with MessagesServer(responder=responder) as server:
+        cfg = config(server, tmp_path, "judged", 1)
+        cfg = replace(cfg, solve=replace(cfg.solve, reflexion=ReflexionConfig(trials=3, evaluator="judge")))
+        result = await evaluate(cfg, out=io.StringIO())
+        with pytest.raises(ConfigError, match="reflexion.judge=nope: no configs/model/nope.yaml"):
+            other = replace(cfg, run_id="nope")
+            await evaluate(
+                replace(other, solve=replace(cfg.solve, reflexion=ReflexionConfig(evaluator="judge", judge="nope"))),
+                out=io.StringIO(),
+            )
+    (record,) = lines(result.run_dir / "examples.jsonl")
+    assert [(t["success"], t["evaluator"]) for t in record["trials"]] == [
+        (False, "judge:claude-sonnet-4-6"),
+        (True, "judge:claude-sonnet-4-6"),
+    ]
+    assert record["trials"][0]["feedback"] == "A judge read the trial and said FAILURE."
+    assert len(judged) == 2 and all("Attempt:\nQuestion: " in j for j in judged)
+    assert result.summary is not None and result.summary.reflexion is not None
+    assert not result.summary.reflexion.oracle_feedback and result.summary.reflexion.evaluator == "judge"
