@@ -110,8 +110,7 @@ def _parent_record(run_dir: Path, example: str) -> ExampleRecord:
 async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out: Any = None) -> Fork:
     """Fork ``example`` of the run in ``parent_dir`` at ``step`` with ``thought`` (the module docstring)."""
     from react_bench.evaluate import evaluate
-    from react_bench.models import make_client
-    from react_bench.models.retrying import RetryingModel
+    from react_bench.models import build_stack
     from react_bench.runconfig import RunConfig
 
     parent_dir = Path(parent_dir)
@@ -141,8 +140,8 @@ async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out:
         progress=False,
         show="none",
     )
-    live: ModelClient = make_client(cfg.model.provider, cfg.model.settings)
-    live = RetryingModel(live, max_retries=cfg.model.max_retries, backoff_s=cfg.model.retry_backoff_s)
+    # the live model as a run's (pacing, retries), without the request cache; the run records it
+    live = build_stack(cfg.model, request_cache="off", record=False).top
     model = ForkModel(live, by_id.get(example, []), step, thought)
     result = await evaluate(cfg, out=out or io.StringIO(), model=model)
     child = _parent_record(result.run_dir, example)
