@@ -31,6 +31,7 @@ import argparse
 import asyncio
 import io
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -119,6 +120,7 @@ def measure() -> dict[str, Any]:
     load = wait_for_quiet()
     runs: dict[int, list[dict[str, float]]] = {1: [], 2: []}
     with LocalCluster(workers=1) as cluster, tempfile.TemporaryDirectory() as tmp:
+        os.environ.update(cluster.driver_env)  # this process drives it as its nodes run: the user's ~/.ray unread
         for repeat in range(REPEATS):
             for workers in (1, 2):
                 if workers == 2 and len(cluster.nodes) == 2:  # alternate: the second node joins, then leaves

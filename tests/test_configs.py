@@ -144,3 +144,24 @@ def test_one_settings_table_writes_eval_yaml_and_help_and_gives_the_typed_defaul
         "alfworld.games"
     )
     assert TaskConfig().split == default("split") and TaskConfig().on_missing == default("on_missing")
+
+
+def test_the_home_tripwire_names_a_file_the_suite_added(tmp_path):
+    """conftest's check at the session's end: a file that appeared under the user's HOME is named
+    (Ray's ~/.ray/auth_token was one), one that was there before is not."""
+    from tests.conftest import added_to_home, home_files
+
+    (tmp_path / ".cache").mkdir()
+    (tmp_path / ".cache" / "old").write_text("x")
+    before = home_files(tmp_path)
+    assert added_to_home(before, tmp_path) == []
+    (tmp_path / ".ray").mkdir()
+    (tmp_path / ".ray" / "auth_token").write_text("t")
+    (tmp_path / "link").symlink_to(tmp_path / ".cache")
+    assert added_to_home(before, tmp_path) == [".ray/auth_token", "link"]
+    # and the session itself runs in a HOME of its own, not the user's
+    from pathlib import Path
+
+    from tests.conftest import USER_HOME
+
+    assert Path.home() != USER_HOME and Path.home().name.startswith("react-bench-test-home-")

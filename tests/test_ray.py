@@ -41,17 +41,28 @@ N = 10
 
 
 @pytest.fixture(scope="module")
-def running_cluster():
-    with LocalCluster(workers=2) as running:
-        yield running
+def running_cluster(tmp_path_factory: pytest.TempPathFactory):
+    """Started from a HOME that holds another cluster's ``~/.ray/auth_token`` (as a user's does
+    after any local ``ray.init()``): the cluster's nodes and drivers must not read it."""
+    home = tmp_path_factory.mktemp("user-home")
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text("a-token-another-cluster-wrote\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.delenv("RAY_AUTH_MODE", raising=False)
+        with LocalCluster(workers=2) as running:
+            yield running
 
 
 @pytest.fixture
-def cluster(running_cluster: LocalCluster) -> LocalCluster:
+def cluster(running_cluster: LocalCluster, monkeypatch: pytest.MonkeyPatch) -> LocalCluster:
     """The module's cluster with both worker nodes up and every CPU free: the previous test's
     actors are released a moment after its driver leaves, and a run sizes its workers by the free
-    CPUs (one worker instead of two made the rate-limit test fail in CI)."""
+    CPUs (one worker instead of two made the rate-limit test fail in CI). The test's process and
+    the drivers it starts join it with the cluster's own HOME and authentication mode."""
     running_cluster.wait_nodes(2, idle=True)
+    for name, value in running_cluster.driver_env.items():
+        monkeypatch.setenv(name, value)
     return running_cluster
 
 

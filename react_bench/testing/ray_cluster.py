@@ -7,6 +7,13 @@ cluster whose head is the driver's machine. Each node gets a temp folder and a b
 of its own: nodes of one machine started at once would otherwise pick the same socket names
 and Ray's fixed default ports. The folders are short (Unix socket paths are limited to 107
 bytes); the object store is small; usage stats are off.
+
+Hermetic: nothing of the user's HOME is read or written. Ray reads ``~/.ray/auth_token`` and, with
+``RAY_AUTH_MODE`` unset, turns token authentication on when it finds one (a local ``ray.init()``
+writes it). So every process of the cluster gets ``RAY_AUTH_MODE`` stated (``disabled`` unless
+the cluster's ``env`` says otherwise) and a HOME of its own under the cluster's temp folder: each
+node ``home/<n>``, the readiness probe ``home/probe``; ``driver_env`` is what a driver (a test's
+own process, or a script it starts) sets to join it the same way, ``home/driver``.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from pathlib import Path
 
 RAY_ENV = {
     "RAY_USAGE_STATS_ENABLED": "0",
+    # stated, so a token in a HOME (the user's ~/.ray/auth_token) never turns authentication on
+    "RAY_AUTH_MODE": "disabled",
     # a dead node is noticed in seconds, not the default ~30 s; a live node on a loaded 2-core
     # machine (a CI run) must still answer in time: six checks of 2 s missed before it is dead
     "RAY_health_check_period_ms": "500",
@@ -109,8 +118,22 @@ class LocalCluster:
             f"--max-worker-port={low + 99}",
         ]
 
+    def home(self, name: str) -> str:
+        """A HOME of this cluster's own (made on first use): nothing a node or driver reads or
+        writes there (``~/.ray``) is the user's."""
+        path = self.temp / "home" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return str(path)
+
+    @property
+    def driver_env(self) -> dict[str, str]:
+        """The variables a driver sets to join this cluster as its nodes were started: the
+        authentication mode stated (and the token, where the cluster's ``env`` has one) and a
+        HOME of the cluster's."""
+        return {**RAY_ENV, "HOME": self.home("driver"), **self.env}
+
     def _start_node(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **RAY_ENV, **self.env, **(env or {})}
+        env = {**os.environ, **RAY_ENV, "HOME": self.home(str(len(self.nodes))), **self.env, **(env or {})}
         log = open(self.temp / f"node{len(self.nodes)}.log", "wb")  # noqa: SIM115 - the node's own, closed by stop
         node = subprocess.Popen(
             [
@@ -181,7 +204,7 @@ class LocalCluster:
             "    time.sleep(0.2)\n"
             "sys.exit(1)\n"
         )
-        env = {**os.environ, **RAY_ENV, **self.env}
+        env = {**os.environ, **RAY_ENV, "HOME": self.home("probe"), **self.env}
         done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, timeout=timeout_s + 60)
         if done.returncode != 0:
             logs = " | ".join(self.log(i) for i in range(len(self.nodes)))
