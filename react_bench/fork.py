@@ -163,13 +163,17 @@ async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out:
 def side_by_side(fork: Fork) -> str:
     """The parent's and the fork's steps in two columns, the edited step marked."""
 
-    def cells(record: ExampleRecord) -> list[str]:
+    def cells(record: ExampleRecord) -> dict[int, str]:
+        """Step number -> its text and observations: rows are numbered as the user numbers steps
+        (``--step k``), whatever else the record holds (events of no step are not a row)."""
         episode = record.trajectory[0] if record.trajectory else None
         steps = episode.steps() if episode is not None else []
-        out = []
+        out = {}
         for s in steps:
+            if s.number < 1:
+                continue
             seen = " ".join(f"-> {(a.observation or '')[:120]}" for a in s.actions)
-            out.append(f"{s.text} {seen}".strip().replace("\n", " / ").replace("|", "/"))
+            out[s.number] = f"{s.text} {seen}".strip().replace("\n", " / ").replace("|", "/")
         return out
 
     parent, child = cells(fork.parent), cells(fork.child)
@@ -183,9 +187,8 @@ def side_by_side(fork: Fork) -> str:
         "| step | parent | fork |",
         "|---|---|---|",
     ]
-    for k in range(max(len(parent), len(child))):
-        left = parent[k] if k < len(parent) else ""
-        right = child[k] if k < len(child) else ""
-        mark = " (edited)" if k + 1 == fork.step else (" (same)" if left == right else "")
-        lines.append(f"| {k + 1}{mark} | {left} | {right} |")
+    for k in range(1, max([*parent, *child], default=0) + 1):
+        left, right = parent.get(k, ""), child.get(k, "")
+        mark = " (edited)" if k == fork.step else (" (same)" if left == right else "")
+        lines.append(f"| {k}{mark} | {left} | {right} |")
     return "\n".join(lines) + "\n"

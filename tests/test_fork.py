@@ -73,7 +73,13 @@ async def test_a_fork_replays_steps_before_the_edit_and_goes_on_live(
     assert fork.run_dir.parent == parent.run_dir.parent and fork.run_dir.name.startswith("parent-fork-2-")
     assert fork.child.steps == 4 and fork.child.prediction == example["prediction"]
     side = (fork.run_dir / "fork.md").read_text()
-    assert "| 1 (same) |" in side and "| 2 (edited) |" in side and EDIT in side
+    rows = {line.split(" |")[0].lstrip("| "): line for line in side.splitlines() if line.startswith("| ")}
+    assert list(rows)[1:] == ["1 (same)", "2 (edited)", "3 (same)", "4 (same)"], side  # header row first
+    # the rows are numbered as the user numbered the step: row 1 holds Thought 1 on both sides,
+    # the edited row holds the edit in the fork's column and the recorded Thought 2 in the parent's
+    parent_cell, fork_cell = rows["2 (edited)"].split(" | ")[1:3]
+    assert EDIT in fork_cell and EDIT not in parent_cell and parent_cell.startswith("Thought 2:")
+    assert rows["1 (same)"].split(" | ")[1].startswith("Thought 1:")
     calls = [json.loads(line) for line in (fork.run_dir / "calls.jsonl").read_text().splitlines()]
     assert EDIT in calls[0]["completions"][1]  # the fork's own cassette holds what it was given
     with pytest.raises(ConfigError, match="fork at a step from 1 to 3"):
