@@ -38,6 +38,7 @@ from react_bench.events import (
     ToolCalled,
     ToolExecutionFinished,
     ToolExecutionStarted,
+    TrialStarted,
 )
 from react_bench.record import ExampleRecord
 
@@ -75,14 +76,21 @@ class ProgressBar:
         self._cost: float | None = 0.0
         self._figures = ""
         self._steps: dict[str, int] = {}  # the step in progress of each example in flight
+        self._trials: dict[str, str] = {}  # mode=reflexion: "trial k/n" of each example in flight
 
     def heartbeat(self, example_id: str, step: int) -> None:
         """A step has started: shown at once, so a long example shows life before it is written."""
         self._steps[example_id] = step
         self._show(refresh=True)
 
+    def trial(self, example_id: str, trial: int, trials: int) -> None:
+        """A Reflexion trial has started: its steps count from 1 again, so the line says which trial."""
+        self._trials[example_id] = f"trial {trial}/{trials}, "
+        self._steps.pop(example_id, None)
+        self._show(refresh=True)
+
     def _show(self, *, refresh: bool) -> None:
-        live = ", ".join(f"{i[:8]} step {k}" for i, k in list(self._steps.items())[-3:])
+        live = ", ".join(f"{i[:8]} {self._trials.get(i, '')}step {k}" for i, k in list(self._steps.items())[-3:])
         text = "; ".join(t for t in (self._figures, f"now: {live}" if live else "") if t)
         self._bar.set_postfix_str(text, refresh=refresh)
 
@@ -96,6 +104,7 @@ class ProgressBar:
         score = f"{100 * self._right / self._n:.1f}%"
         self._figures = f"score {score}, tokens {self._tokens}, cost {cost_text}"
         self._steps.pop(record.id, None)
+        self._trials.pop(record.id, None)
         self._show(refresh=False)
         self._bar.update(1)
 
@@ -131,6 +140,9 @@ class TrajectoryPrinter:
 
     def __call__(self, example_id: str, event: AgentEvent) -> None:
         match event:
+            case TrialStarted(trial=trial, trials=trials):
+                self._flush(example_id)
+                self._line(example_id, f"=== trial {trial}/{trials}")
             case StepStarted(step=step):
                 self._step[example_id], self._labelled[example_id] = step, False
                 self._line(example_id, f"--- step {step}")

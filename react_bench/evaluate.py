@@ -40,7 +40,7 @@ from react_bench.environment import EnvFactory
 from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
-from react_bench.events import AgentEvent, RunProgress, StepStarted
+from react_bench.events import AgentEvent, RunProgress, StepStarted, TrialStarted
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational
@@ -348,6 +348,8 @@ class Run:
         def heartbeat(example_id: str, event: AgentEvent) -> None:
             if isinstance(event, StepStarted):  # the bar names the step in progress: a long first example
                 bar.heartbeat(example_id, event.step)  # is not silence
+            elif isinstance(event, TrialStarted):  # Reflexion: and the trial it is in
+                bar.trial(example_id, event.trial, event.trials)
 
         # Who reads the events: the trajectory printer, the bar's heartbeat, the caller's own sink.
         sinks = [s for s in (printer, heartbeat if enabled else None, on_event) if s is not None]

@@ -189,8 +189,19 @@ class RunProgress:
     type: Literal["run_progress"] = field(default="run_progress", repr=False)
 
 
+@dataclass(frozen=True)
+class TrialStarted:
+    """``mode=reflexion``: trial ``trial`` of at most ``trials`` of an example begins (its steps
+    count from 1 again). Told to the run's sinks (the bar, the printer), not recorded in an episode."""
+
+    trial: int
+    trials: int
+    type: Literal["trial_started"] = field(default="trial_started", repr=False)
+
+
 AgentEvent = (
     StepStarted
+    | TrialStarted
     | AssistantTextDelta
     | AssistantThinkingDelta
     | ToolCalled

@@ -46,6 +46,7 @@ from react_bench.events import (
     AgentEvent,
     AssistantTextDelta,
     AssistantThinkingDelta,
+    TrialStarted,
     event_to_dict,
 )
 from react_bench.loop import EpisodeResult, LoopConfig, PolicyError, run_episode, run_to_end
@@ -500,6 +501,8 @@ class Solver:
         error = None
         while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
             number = len(trials) + 1
+            if on_event is not None:
+                on_event(TrialStarted(number, r.trials))
             memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
             start = len(calls) if calls is not None else 0
             halting = (

@@ -421,3 +421,30 @@ async def test_a_model_judge_decides_the_retries_without_the_gold(tmp_path: Path
     assert len(judged) == 2 and all("Attempt:\nQuestion: " in j for j in judged)
     assert result.summary is not None and result.summary.reflexion is not None
     assert not result.summary.reflexion.oracle_feedback and result.summary.reflexion.evaluator == "judge"
+
+
+async def test_the_progress_line_names_the_trial_as_well_as_the_step(tmp_path: Path, key: None) -> None:
+    """Steps count from 1 again in every trial: the run's sinks are told each trial as it starts
+    (not recorded in an episode), and the bar shows ``trial k/n, step s``."""
+    from react_bench.console import ProgressBar
+    from react_bench.events import StepStarted, TrialStarted
+
+    golds = gold_answers(2)
+    seen: list[tuple[str, object]] = []
+    with MessagesServer(responder=Learner(golds, needs=(2, 0))) as server:
+        result = await evaluate(
+            config(server, tmp_path, "bar", 2), out=io.StringIO(), on_event=lambda i, e: seen.append((i, e))
+        )
+    first, second = lines(result.run_dir / "examples.jsonl")
+    told = [(i, e.trial, e.trials) for i, e in seen if isinstance(e, TrialStarted)]
+    assert told == [(first["id"], 1, 3), (first["id"], 2, 3), (first["id"], 3, 3), (second["id"], 1, 3)]
+    assert not any(ev["type"] == "trial_started" for ep in first["trajectory"] for ev in ep["events"])
+    # each trial's steps follow its announcement
+    order = [type(e).__name__ for i, e in seen if i == first["id"] and isinstance(e, (StepStarted, TrialStarted))]
+    assert order == ["TrialStarted", "StepStarted"] * 3
+    out = io.StringIO()
+    bar = ProgressBar("hotpotqa reflexion", 2, 0, out, enabled=True)
+    bar.trial("5a8c7595aaaa", 3, 5)
+    bar.heartbeat("5a8c7595aaaa", 2)
+    bar.close()
+    assert "now: 5a8c7595 trial 3/5, step 2" in out.getvalue()
