@@ -25,7 +25,7 @@ from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.paths import CONFIGS
-from react_bench.prompts import PromptSpec, load_instruction
+from react_bench.prompts import PromptSpec, load_instruction, with_shots
 from react_bench.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
@@ -59,6 +59,17 @@ async def solve_example(solver: Solver, example: Example, sink: Sink | None = No
     return Solved(outcome, calls, counts, time.monotonic() - started)
 
 
+def text_shots(cfg: RunConfig) -> int | None:
+    """The text runner's ``shots`` (the tool-use runner takes its own): as set; unset, 0 for a
+    fine-tuned model (``model.finetuned_on``), which is sent the bare format its ``paper`` rows
+    were made of, and None (the whole prompt) for the others."""
+    if cfg.solve.runner != "text":
+        return None
+    if cfg.solve.shots is None and getattr(cfg.model, "finetuned_on", None):
+        return 0
+    return cfg.solve.shots
+
+
 def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
     task = task if task is not None else load_task(cfg.task.name)
     keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
@@ -75,6 +86,10 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
         foreign = cfg.prompt_file is not None and key in foreign_keys
         file = cfg.prompt_file if foreign else None
         prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
+    shots = text_shots(cfg)
+    if shots is not None:
+        starts = task.text_format().exemplar_starts
+        prompts = {key: with_shots(prompt, shots, starts) for key, prompt in prompts.items()}
     if MODE_SPECS[cfg.solve.mode].trials:  # Reflexion: the reflection prompt (in the fingerprint as the others)
         prompts["reflexion"] = reflection_prompt(task.info.name)
     return prompts

@@ -5,9 +5,11 @@ What is written, from the *correct* examples of the given runs only (every attem
 
 - ``<format>/``: a ``datasets.DatasetDict`` on disk (``datasets.load_from_disk``), with the same
   rows as ``<format>/<split>.jsonl`` (``load_dataset("json", data_files=...)``). The formats:
-  - ``paper``: the paper's fine-tuning rows: ``prompt`` is the example's input as the text runner
-    opens it (``Question: ...``, a claim, ALFWorld's room and task, WebShop's page) with no
-    exemplars, ``target`` the whole trajectory in the run's own format (ReAct: thoughts, actions
+  - ``paper``: the paper's fine-tuning rows: ``prompt`` is the first request of the zero-shot
+    text runner (``shots=0``, which a run of a model with ``model.finetuned_on`` sends): the
+    example's input as the text runner opens it (``Question: ...``, a claim, ALFWorld's room and
+    task, WebShop's page), no instruction or exemplars, then the first step's label
+    (``Thought 1:``); ``target`` what follows it, the whole trajectory in the run's own format (ReAct: thoughts, actions
     and observations; Act: actions and observations; CoT: the reasoning and the answer;
     Standard: the answer), ``style`` saying which of the four it is (the run's mode);
   - ``chat``: OpenAI's fine-tuning chat format, one conversation per trajectory (``messages``:
@@ -34,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from react_bench.prompts import ZERO_SHOT
 from react_bench.record import Episode, ExampleRecord, RunHeader
 from react_bench.results import iter_example_records
+from react_bench.runners.text import answer_suffix, base_prompt
 from react_bench.tasks import load_task
 from react_bench.types import TextBlock, ToolResultBlock, ToolUseBlock
 
@@ -110,8 +114,15 @@ def _rows(export: Export, source: Source, record: ExampleRecord) -> None:
         observations = [o for m, o in zip(messages, observations, strict=True) if m.role == "user"]
         pieces = [fmt.piece(k, turn, obs) for k, (turn, obs) in enumerate(zip(turns, observations), start=1)]
         # the last turn ends the episode: its observation ("Episode finished.") is not the model's to learn
-        target = "".join(pieces[: len(turns) - 1]) + (turns[-1] if turns else "")
-        export.add("paper", split, {**meta, "style": style, "prompt": opening, "target": target}, opening + target)
+        last = fmt.piece(len(turns), turns[-1], "") if turns else ""
+        last = last[: last.find(turns[-1]) + len(turns[-1])] if turns else ""
+        trajectory = "".join(pieces[: len(turns) - 1]) + last
+        # the prompt is the zero-shot text runner's first request (shots=0), which ends in the first
+        # step's label; the target is what the model writes after it
+        suffix = fmt.suffix(1, style) if style in ("react", "act") else answer_suffix(style)  # type: ignore[arg-type]
+        prompt = base_prompt(ZERO_SHOT, opening) + suffix
+        target = trajectory[len(suffix) :] if trajectory.startswith(suffix) else trajectory
+        export.add("paper", split, {**meta, "style": style, "prompt": prompt, "target": target}, prompt + target)
         for k, turn in enumerate(turns, start=1):
             prompt = opening + "".join(pieces[: k - 1])
             row = {**meta, "step": k, "prompt": prompt, "completion": turn}

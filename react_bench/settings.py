@@ -157,7 +157,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("batch_poll_s", 30, "seconds between polls of a batch"),
     Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, overwrite"),
-    Setting("shots", None, "runner=tool_use: the exemplars as native turns; 0: zero-shot; k: the first k"),
+    Setting(
+        "shots",
+        None,
+        "exemplars: k the first k (tool_use: as native turns); 0 zero-shot (text: the bare format, no "
+        "instruction, as fine-tuned models are sent; their default)",
+    ),
     Setting("progress", True, "the progress bar (false: none)"),
     Setting(
         "show", "summary", "summary (bar + table) | trajectories (every step as it happens) | none (results line only)"

@@ -88,8 +88,9 @@ async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Pa
         assert set(on_disk["dev"]["id"]) == correct_dev  # only correct trajectories
     paper = [json.loads(line) for line in (out / "paper" / "dev.jsonl").read_text().splitlines()]
     row = next(r for r in paper if r["id"] == dev[1].id)
-    assert row["style"] == "react" and row["prompt"] == f"Question: {dev[1].question}\n"
-    assert row["target"].startswith("Thought 1:") and "\nObservation 1: " in row["target"]
+    # the prompt is the zero-shot text runner's first request: the opening and the first step's label
+    assert row["style"] == "react" and row["prompt"] == f"Question: {dev[1].question}\nThought 1:"
+    assert row["target"].startswith(" ") and "\nAction 1: " in row["target"] and "\nObservation 1: " in row["target"]
     assert row["target"].rstrip().endswith(f"Finish[{dev[1].gold}]") and "Episode finished" not in row["target"]
     chat = json.loads((out / "chat" / "dev.jsonl").read_text().splitlines()[0])["messages"]
     assert chat[0]["role"] == "user" and [m["role"] for m in chat[1:4]] == ["assistant", "user", "assistant"]
@@ -103,3 +104,49 @@ async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Pa
         export_finetune([runs[0].run_dir], out)  # never over an earlier export
     again = export_finetune([runs[0].run_dir, runs[0].run_dir], tmp_path / "twice")
     assert again["counts"]["paper"]["dev"] == 3 and again["skipped"]["duplicate"] >= 3  # identical rows once
+
+
+async def test_a_finetuned_model_is_sent_its_training_prompt_byte_for_byte(tmp_path: Path, key: None) -> None:
+    """Figure 3 like for like: a run of a model fine-tuned on the ``paper`` rows (``model.finetuned_on``)
+    sends through the text runner, as its first request of a question, exactly that question's
+    ``paper`` prompt (no instruction, no exemplars); ``shots=0`` does the same for any model, and
+    ``shots=k`` keeps the instruction and the first k exemplars."""
+    from react_bench.testing.openai_server import Chunks, OpenAIServer, model_config, oracle_chunks
+    from react_bench.testing.walker import Walk
+
+    dev_task = TaskConfig(name="hotpotqa", n=3)
+    dev = load_task("hotpotqa").examples(dev_task)
+    with MessagesServer(responder=Oracle({e.question.strip(): e.gold for e in dev})) as server:
+        source = await evaluate(run_config(server, tmp_path, "dev-react", dev_task, "react"), out=io.StringIO())
+    out = tmp_path / "ft"
+    export_finetune([source.run_dir], out)
+    paper = {r["id"]: r for r in map(json.loads, (out / "paper" / "dev.jsonl").read_text().splitlines())}
+    assert len(paper) == 3
+    walk = Walk(steps=2, answers={e.question.strip(): e.gold for e in dev})
+
+    async def first_prompts(run_id: str, shots: int | None, **model: object) -> dict[str, str]:
+        with OpenAIServer(lambda path, body: Chunks(tuple(oracle_chunks(walk, path, body)))) as openai:
+            cfg = RunConfig(
+                task=dev_task,
+                model=model_config(openai.base_url, **model),  # type: ignore[arg-type]
+                solve=SolveSettings(mode="react", shots=shots),
+                results_dir=tmp_path / "results",
+                run_id=run_id,
+                progress=False,
+                request_cache="off",
+            )
+            await evaluate(cfg, out=io.StringIO())
+            prompts = [body["prompt"] for path, body in openai.requests if path.endswith("/completions")]
+        return {e.id: next(p for p in prompts if f"Question: {e.question}" in p) for e in dev}
+
+    tuned = await first_prompts("tuned", None, name="ft-react-8b", finetuned_on=str(out))
+    assert tuned == {i: r["prompt"] for i, r in paper.items()}  # byte for byte, each question
+    assert await first_prompts("zero-shot", 0) == tuned
+    full = await first_prompts("all-shots", None)
+    one = await first_prompts("one-shot", 1)
+    prompt = load_task("hotpotqa").prompt("react", None, None, None)
+    first = dev[0]
+    assert full[first.id] == f"{prompt.instruction}{prompt.exemplars}Question: {first.question}\nThought 1:"
+    starts = load_task("hotpotqa").text_format().exemplar_starts(prompt.exemplars)
+    assert len(starts) > 1  # the project's exemplars are several episodes
+    assert one[first.id] == f"{prompt.instruction}{prompt.exemplars[: starts[1]]}Question: {first.question}\nThought 1:"

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -58,6 +58,35 @@ class PromptSpec:
         if chosen is None:
             raise ConfigError(f"prompt {self.source} has no exemplars for {self.variant_key}={group!r}")
         return replace(self, exemplars=chosen, variants=(), variant_key=None, source=f"{self.source}/{group}")
+
+
+ZERO_SHOT_SOURCE = "zero-shot"
+ZERO_SHOT = PromptSpec("", "", ZERO_SHOT_SOURCE)  # the bare format: the opening alone (shots=0, text runner)
+
+
+def with_shots(prompt: PromptSpec, shots: int | None, starts: Callable[[str], list[int]]) -> PromptSpec:
+    """The text runner's ``shots``: None the prompt as it is; ``k`` its instruction and its first
+    ``k`` exemplar episodes (``starts``: where each begins, the task's text format's
+    ``exemplar_starts``; text before the first, such as an instruction the exemplars open with,
+    is kept); ``0`` the bare format: no instruction and no exemplars, the opening alone, as a model
+    fine-tuned on the ``paper`` rows of ``scripts/finetune_data.py`` was trained (docs/finetuning.md)."""
+    if shots is None:
+        return prompt
+    if shots < 0:
+        raise ConfigError(f"shots={shots}: give 0 (zero-shot) or a number of exemplars")
+    if shots == 0:
+        return replace(ZERO_SHOT, source=f"{prompt.source} ({ZERO_SHOT_SOURCE})")
+
+    def cut(text: str) -> str:
+        begins = starts(text)
+        return text[: begins[shots]] if shots < len(begins) else text
+
+    return replace(
+        prompt,
+        exemplars=cut(prompt.exemplars),
+        variants=tuple((group, cut(text)) for group, text in prompt.variants),
+        source=f"{prompt.source} (shots={shots})",
+    )
 
 
 @cache

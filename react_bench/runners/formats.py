@@ -80,6 +80,10 @@ class TextFormat(Protocol):
 
     def exemplar_episodes(self, exemplars: str) -> list[ExemplarEpisode]: ...
 
+    def exemplar_starts(self, exemplars: str) -> list[int]:
+        """Where each exemplar episode of ``exemplars`` begins (character offsets), for ``shots=k``."""
+        ...
+
 
 def bracket_grammar(text: str, actions: Sequence[ToolSpec]) -> Action:
     """``name[argument]`` for any single-parameter action the environment offers, and
@@ -91,6 +95,16 @@ def bracket_grammar(text: str, actions: Sequence[ToolSpec]) -> Action:
     if bracket and rest.endswith("]") and name in params:
         return Action(name, {params[name]: rest[:-1]}, stripped)
     return Action(UNPARSED, {}, stripped)
+
+
+def _line_starts(text: str, opens: Callable[[str], bool]) -> list[int]:
+    """The offsets of the lines of ``text`` for which ``opens`` holds."""
+    starts, at = [], 0
+    for line in text.splitlines(keepends=True):
+        if opens(line.rstrip("\r\n")):
+            starts.append(at)
+        at += len(line)
+    return starts
 
 
 def paper_observation(text: str) -> str:
@@ -138,6 +152,9 @@ class NumberedFormat:
         if self.answer_action is None:
             return None
         return f"Action {step}: {self.answer_action}[", ("]", "\n"), "]"
+
+    def exemplar_starts(self, exemplars: str) -> list[int]:
+        return _line_starts(exemplars, lambda line: line.startswith(f"{self.label}: "))
 
     def exemplar_episodes(self, exemplars: str) -> list[ExemplarEpisode]:
         episodes: list[tuple[str, list[ExemplarStep]]] = []
@@ -206,6 +223,18 @@ class LineFormat:
 
     def wrap_up(self, step: int) -> tuple[str, tuple[str, ...], str] | None:
         return None
+
+    def exemplar_starts(self, exemplars: str) -> list[int]:
+        """As ``exemplar_episodes`` splits: the first line opens an episode, and so does every
+        line that starts with ``episode_start`` (where one is set) and is not an action."""
+        prefix = f"{self.marker} "
+        starts = _line_starts(
+            exemplars,
+            lambda line: (
+                bool(self.episode_start) and line.startswith(self.episode_start) and not line.startswith(prefix)
+            ),
+        )
+        return starts if starts[:1] == [0] or not exemplars.strip() else [0, *starts]
 
     def exemplar_episodes(self, exemplars: str) -> list[ExemplarEpisode]:
         episodes: list[tuple[list[str], list[ExemplarStep]]] = []

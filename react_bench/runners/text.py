@@ -165,6 +165,11 @@ class TextPolicy:
             yield item
 
 
+def answer_suffix(style: Literal["cot", "standard"]) -> str:
+    """What a CoT or Standard prompt ends with: the model writes on from there."""
+    return "Thought:" if style == "cot" else "Answer:"
+
+
 @dataclass
 class AnswerPolicy:
     """Standard and CoT prompting: one call, no actions; the turn is the answer."""
@@ -178,7 +183,7 @@ class AnswerPolicy:
     stats: StepStats = field(default_factory=StepStats)
 
     def _suffix_and_stop(self) -> tuple[str, list[str]]:
-        return ("Thought:", [f"\n{self.label}:"]) if self.style == "cot" else ("Answer:", ["\n"])
+        return answer_suffix(self.style), [f"\n{self.label}:"] if self.style == "cot" else ["\n"]
 
     def _cache_after(self) -> tuple[int, ...]:
         # the exemplars repeat across questions; the question repeats only across CoT-SC samples
