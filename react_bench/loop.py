@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, get_args
 
 from react_bench.environment import Action, Environment, EpisodeAbort, Observation
@@ -214,6 +214,19 @@ async def run_episode(
     yield EpisodeFinished("", "step_limit", steps, total)
 
 
+MAX_OBSERVATION_CHARS = 200_000  # what one action's observation may put in the history (docs/security.md)
+
+
+def capped(observation: Observation) -> Observation:
+    """An observation cut to ``MAX_OBSERVATION_CHARS``, the cut said at its end (so the record and
+    the next prompt show it): a page or a game's text has no other bound."""
+    text = observation.text
+    if len(text) <= MAX_OBSERVATION_CHARS:
+        return observation
+    note = f"\n[observation cut: {len(text):,} characters, at most {MAX_OBSERVATION_CHARS:,} are kept]"
+    return replace(observation, text=text[:MAX_OBSERVATION_CHARS] + note)
+
+
 async def _execute_all(
     env: Environment, calls: Sequence[ToolCall], step: int, observations: dict[str, Observation]
 ) -> AsyncIterator[AgentEvent]:
@@ -223,7 +236,7 @@ async def _execute_all(
         if call.input_error is not None:
             return call, Observation(f"Error: the input of {call.name} is {call.input_error}", is_error=True)
         try:
-            return call, await env.step(call.action())
+            return call, capped(await env.step(call.action()))
         except EpisodeAbort:
             raise
         except Exception as exc:  # a tool failure is a result, not an exception

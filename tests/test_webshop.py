@@ -566,3 +566,36 @@ async def test_a_click_the_page_does_not_offer_shows_it_again_under_the_papers_p
     else:
         assert seen[0] == seen[4] == seen[5] == "Invalid action!"
     assert row["reason"] == "done" and row["reward"] is not None  # the last Buy Now, from the item page
+
+
+async def test_a_page_past_the_size_cap_is_not_read_and_the_record_says_so(
+    scripted: Any, small: Catalog, tmp_path: Path
+) -> None:
+    """A 6 MB search page (a hostile or broken server): read no further than 5,000,000 bytes, the
+    example an error that names the cap; nothing of it is held or parsed."""
+    from dataclasses import replace
+
+    from react_bench.envs.webshop.env import MAX_PAGE_BYTES
+
+    chosen = small.goals[:1]
+    with WebShopServer(small) as server:
+        shop = server.httpd.RequestHandlerClass.shop  # type: ignore[attr-defined]
+        real = shop.respond
+        huge = b"<html><body>" + b"<p>Back to Search</p>" * (MAX_PAGE_BYTES // 20) + b"</body></html>"
+        shop.respond = lambda path: (200, huge) if "search_results" in path else real(path)
+        cfg = replace(run_config(tmp_path, "text", replace(SMALL, url=server.url), n=1), run_id="huge")
+        result = await evaluate(cfg, model=scripted([f" search[{goal_query(g)}]" for g in chosen]))
+    (row,) = records(result.run_dir)
+    assert row["reason"] == "error" and f"larger than {MAX_PAGE_BYTES:,} bytes" in row["error"]
+
+
+def test_an_observation_past_the_cap_is_cut_and_says_so() -> None:
+    from react_bench.environment import Observation
+    from react_bench.loop import MAX_OBSERVATION_CHARS, capped
+
+    small_one = Observation("a page")
+    assert capped(small_one) is small_one
+    cut = capped(Observation("x" * (3 * MAX_OBSERVATION_CHARS), done=True, reward=1.0))
+    assert cut.text.startswith("x" * MAX_OBSERVATION_CHARS) and len(cut.text) < MAX_OBSERVATION_CHARS + 200
+    assert cut.text.endswith(f"[observation cut: {3 * MAX_OBSERVATION_CHARS:,} characters, at most 200,000 are kept]")
+    assert (cut.done, cut.reward) == (True, 1.0)

@@ -48,6 +48,22 @@ class StreamProtocolError(ValueError):
     """The stream broke the event grammar (delta before start, bad tool JSON, ...)."""
 
 
+# The most text one response may carry (text, thinking and tool input together). A 64k-token
+# answer is some 300k characters; past this a server is not sending a model's answer, and
+# holding it would cost memory without bound (docs/security.md).
+MAX_RESPONSE_CHARS = 4_000_000
+TOO_LONG = f"the response passed {MAX_RESPONSE_CHARS:,} characters, more than any model's answer: cut off"
+
+
+def delta_chars(event: StreamEvent) -> int:
+    """The characters of text, thinking or tool input an event carries (what the cap counts)."""
+    match event:
+        case TextDelta(text=text) | ThinkingDelta(thinking=text) | ToolInputDelta(partial_json=text):
+            return len(text)
+        case _:
+            return 0
+
+
 @dataclass
 class _OpenBlock:
     start: BlockStart
@@ -64,6 +80,7 @@ class ResponseCollector:
     stop_sequence: str | None = None
     finished: bool = False
     replaced_chars: int = 0
+    chars: int = 0  # text, thinking and tool input received so far (capped at MAX_RESPONSE_CHARS)
     _open: dict[int, _OpenBlock] = field(default_factory=dict)
     _done: dict[int, ContentBlock] = field(default_factory=dict)
 
@@ -76,12 +93,15 @@ class ResponseCollector:
                     raise StreamProtocolError(f"block {index} started twice")
                 self._open[index] = _OpenBlock(event)
             case TextDelta(index=index, text=text):
+                self._count(text)
                 self._block(index, "text").parts.append(text)
             case ThinkingDelta(index=index, thinking=thinking):
+                self._count(thinking)
                 self._block(index, "thinking").parts.append(thinking)
             case SignatureDelta(index=index, signature=signature):
                 self._block(index, "thinking").signature.append(signature)
             case ToolInputDelta(index=index, partial_json=partial):
+                self._count(partial)
                 self._block(index, "tool_use").parts.append(partial)
             case BlockStop(index=index):
                 if index not in self._open:
@@ -103,6 +123,11 @@ class ResponseCollector:
                 self.finished = True
             case _:
                 assert_never(event)
+
+    def _count(self, text: str) -> None:
+        self.chars += len(text)
+        if self.chars > MAX_RESPONSE_CHARS:
+            raise StreamProtocolError(TOO_LONG)
 
     def _block(self, index: int, kind: str) -> _OpenBlock:
         block = self._open.get(index)

@@ -30,8 +30,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 from react_bench.events import MessageStop, StreamEvent
-from react_bench.models.base import ModelClient, ModelError, ModelLayer, ModelRequest
-from react_bench.models.collector import collect
+from react_bench.models.base import MalformedResponse, ModelClient, ModelError, ModelLayer, ModelRequest
+from react_bench.models.collector import MAX_RESPONSE_CHARS, TOO_LONG, collect, delta_chars
 from react_bench.models.counting import count
 from react_bench.types import ModelResponse
 
@@ -78,7 +78,12 @@ class RetryingModel(ModelLayer):
 
     async def _attempt(self, request: ModelRequest) -> list[StreamEvent | ModelResponse]:
         """The attempt's events and, last, its response (assembled here, once)."""
-        events = [event async for event in self.inner.stream(request)]
+        events, chars = [], 0
+        async for event in self.inner.stream(request):
+            chars += delta_chars(event)
+            if chars > MAX_RESPONSE_CHARS:  # never held whole: a server streaming without end
+                raise MalformedResponse(TOO_LONG)
+            events.append(event)
         if not any(isinstance(e, MessageStop) for e in events):
             raise StreamCut()
         return [*events, collect(events)]

@@ -103,10 +103,14 @@ def paper_parse_act(completion: str) -> ParsedStep:
 # --- the robust parser -------------------------------------------------------------------
 
 _MD = r"(?:\*{1,2}|_{1,2})"
-_THOUGHT_LABEL = re.compile(rf"\A\s*{_MD}?thought[ \t]*\d*[ \t]*{_MD}?[ \t]*:{_MD}?[ \t]?", re.IGNORECASE)
-_OBSERVATION_LINE = re.compile(rf"^[ \t]*{_MD}?observation[ \t]*\d*[ \t]*{_MD}?:", re.IGNORECASE | re.MULTILINE)
+# Every pattern run on model text is linear in it (tests/test_hostile_input.py times each on
+# 100 KB of adversarial text): no two adjacent runs of the same characters (``[ \t]*\d*[ \t]*``
+# backtracks cubically on a run of spaces), spaces after a number or a markdown mark only where
+# there is one.
+_THOUGHT_LABEL = re.compile(rf"\A\s*{_MD}?thought[ \t]*(?:\d+[ \t]*)?(?:{_MD}[ \t]*)?:{_MD}?[ \t]?", re.IGNORECASE)
+_OBSERVATION_LINE = re.compile(rf"^[ \t]*{_MD}?observation[ \t]*(?:\d+[ \t]*)?{_MD}?:", re.IGNORECASE | re.MULTILINE)
 _ACTION_LABEL = re.compile(
-    rf"^(?P<lead>[ \t]*)(?P<md1>{_MD})?(?P<word>action)(?P<sp1>[ \t]*)(?P<num>\d+)?(?P<sp2>[ \t]*)"
+    rf"^(?P<lead>[ \t]*)(?P<md1>{_MD})?(?P<word>action)(?P<sp1>[ \t]*)(?:(?P<num>\d+)(?P<sp2>[ \t]*))?"
     rf"(?P<md2>{_MD})?:(?P<md3>{_MD})?(?P<sp3>[ \t]*)(?P<rest>.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
@@ -261,7 +265,28 @@ _NEXT_EXAMPLE = re.compile(r"\n[ \t]*(?:Question|Claim)[ \t]*:", re.IGNORECASE)
 _ANSWER_LABEL = re.compile(
     rf"^[ \t]*{_MD}?answer{_MD}?[ \t]*:{_MD}?[ \t]*(?P<answer>.*)$", re.IGNORECASE | re.MULTILINE
 )
-_FINISH = re.compile(r"finish[ \t]*\[(?P<answer>[^\]\n]*)\]", re.IGNORECASE)
+_FINISH_OPEN = re.compile(r"finish[ \t]*\[", re.IGNORECASE)
+
+
+def _finish_answer(text: str) -> str | None:
+    """The first ``finish[...]`` closed on its line, its argument (``finish[ \\t]*\\[([^\\]\\n]*)\\]``
+    as a regex would find it, but linear: each opening looks for the next ``]`` and newline once,
+    not once per opening)."""
+    close = newline = -1
+    for opening in _FINISH_OPEN.finditer(text):
+        start = opening.end()
+        if close < start:
+            close = text.find("]", start)
+            if close == -1:
+                return None  # no ``]`` after this opening: none after a later one either
+        if newline < start:
+            found = text.find("\n", start)
+            newline = len(text) if found == -1 else found
+        if close < newline:
+            return text[start:close]
+    return None
+
+
 _SO_THE_ANSWER = re.compile(r"the answer is[ \t:]*", re.IGNORECASE)
 
 
@@ -278,8 +303,8 @@ def extract_answer(completion: str, *, after_answer_label: bool = False) -> Extr
         return ExtractedAnswer(first, "first_line") if first else None
     if (label := _ANSWER_LABEL.search(text)) and label["answer"].strip():
         return ExtractedAnswer(label["answer"].strip(), "answer_label")
-    if finish := _FINISH.search(text):
-        return ExtractedAnswer(finish["answer"].strip(), "finish")
+    if (finish := _finish_answer(text)) is not None:
+        return ExtractedAnswer(finish.strip(), "finish")
     phrases = list(_SO_THE_ANSWER.finditer(text))
     if phrases:
         answer = text[phrases[-1].end() :].split("\n")[0].strip()

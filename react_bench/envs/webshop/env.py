@@ -194,14 +194,23 @@ class WebShopEnv:
 
     def _get(self, path: str) -> str:
         try:
-            response = self.client.get(self.url + path)
+            with self.client.stream("GET", self.url + path) as response:
+                if response.status_code != 200:
+                    raise EpisodeAbort(f"the WebShop server answered {response.status_code} for {path}")
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_PAGE_BYTES:  # read no further: parsing it would cost gigabytes
+                        raise EpisodeAbort(f"the WebShop page {path} is larger than {MAX_PAGE_BYTES:,} bytes")
+                encoding = response.encoding or "utf-8"
         except httpx2.HTTPError as exc:
             raise EpisodeAbort(
                 f"the WebShop server at {self.url} cannot be reached: {type(exc).__name__}: {exc}"
             ) from exc
-        if response.status_code != 200:
-            raise EpisodeAbort(f"the WebShop server answered {response.status_code} for {path}")
-        return response.text
+        return bytes(body).decode(encoding, errors="replace")
+
+
+MAX_PAGE_BYTES = 5_000_000  # WebShop's own pages are tens of kilobytes (docs/security.md)
 
 
 # What every page of a kind shows, on WebShop's own templates and the project's server alike.

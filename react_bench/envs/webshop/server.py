@@ -183,12 +183,27 @@ class Shop:
         return product
 
 
+MAX_LITERAL = 4096  # characters of a list or dict literal in a URL (a query's words, an item's options)
+MAX_BODY = 1 << 20  # bytes of a POST body the server reads (a search form is a few dozen)
+
+
+def _literal(text: str, what: str) -> Any:
+    """A Python literal from a URL (WebShop's own URLs carry them), read safely: bounded in size
+    first (``ast.literal_eval`` of ``'-' * 20000 + '1'`` exhausts the parser's memory or stack),
+    and every way it can fail is a bad request, never a dropped connection."""
+    if len(text) > MAX_LITERAL:
+        raise ValueError(f"{what} is {len(text)} characters long (at most {MAX_LITERAL})")
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        raise ValueError(f"{what} {text[:200]!r} is not a {what.split()[-1]} literal") from None
+
+
 def _query(keywords: str) -> str:
     if keywords.startswith("["):
-        try:
-            words = ast.literal_eval(keywords)
-        except (ValueError, SyntaxError):
-            raise ValueError(f"keywords {keywords!r} is not a list literal") from None
+        words = _literal(keywords, "keywords list")
+        if not isinstance(words, (list, tuple)):
+            raise ValueError(f"keywords {keywords[:200]!r} is not a list literal")
         return " ".join(map(str, words))
     return keywords
 
@@ -200,18 +215,20 @@ def _page_number(text: str) -> int:
 
 
 def _options(text: str) -> dict[str, str]:
-    try:
-        options = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        raise ValueError(f"options {text!r} is not a dict literal") from None
+    options = _literal(text, "options dict")
     if not isinstance(options, dict):
-        raise ValueError(f"options {text!r} is not a dict literal")
+        raise ValueError(f"options {text[:200]!r} is not a dict literal")
     return {str(k): str(v) for k, v in options.items()}
 
 
 class _Handler(BaseHTTPRequestHandler):
+    """Every request gets a status line within a bounded time: a malformed one a 4xx (the
+    stdlib's for the request line and headers, ours for the body's length), a fault of the
+    shop's a 500; a client silent for ``timeout`` seconds is disconnected."""
+
     shop: Shop
     protocol_version = "HTTP/1.1"  # keep-alive: one connection per client
+    timeout = 30  # seconds a connection may wait on the client (socket timeout)
 
     def setup(self) -> None:
         super().setup()
@@ -220,7 +237,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_GET(self) -> None:
-        status, body = self.shop.respond(self.path)
+        try:
+            status, body = self.shop.respond(self.path)
+        except Exception as exc:  # a fault of ours: answered, said, and the server goes on
+            status, body = 500, _page(f"<h1>Server error</h1><p>{_e(type(exc).__name__)}</p>")
         data = body if isinstance(body, bytes) else body.encode("utf-8")  # bytes: a test's hostile page
         self.send_response(status)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -229,9 +249,24 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length:
-            self.rfile.read(length)  # a search form: WebShop redirects it; clients here use GET
+        given = (self.headers.get("Content-Length") or "0").strip()
+        if not given.isdigit():
+            self.close_connection = True
+            self.send_error(400, "Content-Length is not a number of bytes")
+            return
+        length = int(given)
+        if length > MAX_BODY:
+            self.close_connection = True
+            self.send_error(413, f"a body of at most {MAX_BODY} bytes")
+            return
+        try:
+            got = len(self.rfile.read(length)) if length else 0  # a search form: WebShop redirects it
+        except OSError:  # the socket's timeout: the client stopped sending
+            got = -1
+        if got != length:
+            self.close_connection = True
+            self.send_error(408 if got == -1 else 400, "the body ended before its Content-Length")
+            return
         self.do_GET()
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet: a run's console is the user's

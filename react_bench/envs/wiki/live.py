@@ -27,7 +27,6 @@ Store modes (key: (``name@endpoint``, action, argument); ``store.py`` keeps the 
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -156,13 +155,16 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
-_HEADING_RE = re.compile(r"^=+.*=+$")
+def _heading(line: str) -> bool:
+    """A section heading of the extract (``== History ==``): what ``^=+.*=+$`` matches, in linear
+    time (that pattern backtracks cubically on a line of ``=``)."""
+    return len(line) >= 2 and line[0] == "=" and line[-1] == "="
 
 
 def page_text(content: str) -> str:
     """A page's plain-text extract as the environment's page text (paragraphs by ``\\n``)."""
     lines = (line.strip() for line in content.split("\n"))
-    return "\n".join(line for line in lines if line and not _HEADING_RE.match(line) and len(line.split(" ")) > 2)
+    return "\n".join(line for line in lines if line and not _heading(line) and len(line.split(" ")) > 2)
 
 
 # The package memoises search() for the whole process; the store is our cache, and the
