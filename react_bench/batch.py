@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -30,6 +31,7 @@ from react_bench.modes import Solver
 from react_bench.types import response_to_dict
 
 BATCHES = "batches.json"
+_CACHE_KEY = re.compile(r"[0-9a-f]{16,128}")  # a request cache key (its file's name): what a custom_id is
 MAX_PER_BATCH = 10_000  # the API takes up to 100,000 requests (256 MB) in one batch
 
 
@@ -81,6 +83,10 @@ async def prefetch(
         results = await client.batch_results(batch["id"], stops)
         batch["responses"] = []
         for custom_id, result in results.items():
+            if custom_id not in stops or not _CACHE_KEY.fullmatch(custom_id):
+                # an id this run did not send (a server's, or a received batches.json's): never a path
+                totals["ignored"] = totals.get("ignored", 0) + 1
+                continue
             if isinstance(result, str):
                 totals["errored"] += 1  # left to the run, which calls the model for it
                 continue

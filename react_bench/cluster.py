@@ -44,6 +44,7 @@ from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
 from react_bench.models.counting import Counts
 from react_bench.modes import MODE_SPECS, Outcome
+from react_bench.redact import secret_name
 from react_bench.runconfig import RaySettings, RunConfig
 from react_bench.tasks import Example, load_task
 from react_bench.types import Usage
@@ -63,29 +64,65 @@ def import_ray() -> Any:
 
 def worker_env(cfg: RunConfig | None = None) -> dict[str, str]:
     """The environment the workers need to behave as this process: the request cache's folder (as
-    an absolute path), data folders, API endpoints, and the key variable the model names. Keys go
-    to the workers as environment variables only (never into a result or a log)."""
+    an absolute path), data folders, API endpoints, and the key variable the model names.
+    ``connect`` splits it: secrets (``redact.secret_name``, and the model's key variable) reach
+    the workers through their setup hook, never as ``runtime_env`` variables, which Ray writes in
+    clear into its session logs (``runtime_env_agent.log``)."""
     from react_bench.models.cache import default_request_cache_dir
 
     env = {k: v for k, v in os.environ.items() if k.startswith(PASSED_ENV)}
     env["REACT_BENCH_REQUEST_CACHE"] = str(default_request_cache_dir().resolve())
-    if cfg is not None:
-        for key in ("api_key_env", "key_env"):
-            name = cfg.model.settings.get(key)
-            if isinstance(name, str) and name in os.environ:
-                env[name] = os.environ[name]
+    for name in key_variables(cfg):
+        if name in os.environ:
+            env[name] = os.environ[name]
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     return env
 
 
-def connect(address: str | None, env: dict[str, str]) -> bool:
+def key_variables(cfg: RunConfig | None) -> tuple[str, ...]:
+    """The names of the variables the run's model reads its key from."""
+    if cfg is None:
+        return ()
+    names = (cfg.model.settings.get(key) for key in ("api_key_env", "key_env"))
+    return tuple(n for n in names if isinstance(n, str) and n)
+
+
+class SetEnv:
+    """A Ray worker process's setup hook: sets the secret variables in the worker's environment.
+    Ray exports a callable hook to its control store (GCS) and names only its key in the
+    ``runtime_env``, so the values reach no log file."""
+
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.__name__ = "react_bench_set_env"  # the name Ray records for the hook (it reads __name__)
+
+    def __call__(self) -> None:
+        os.environ.update(self.values)
+
+    def __repr__(self) -> str:  # never the values, wherever Ray prints the hook
+        return f"SetEnv({sorted(self.values)})"
+
+
+def split_secrets(env: dict[str, str], keys: tuple[str, ...] = ()) -> tuple[dict[str, str], dict[str, str]]:
+    """``env`` as (plain variables, secrets): a secret by its name, or one of ``keys``."""
+    secret = {k: v for k, v in env.items() if k in keys or secret_name(k)}
+    return {k: v for k, v in env.items() if k not in secret}, secret
+
+
+def connect(address: str | None, env: dict[str, str], keys: tuple[str, ...] = ()) -> bool:
     """Connect to the cluster at ``address`` (``auto``, ``host:port``) or start a Ray instance of
-    this machine (``None``). True if this call connected (and the caller should disconnect)."""
+    this machine (``None``), the workers given ``env`` (its secrets, and the variables named in
+    ``keys``, by a setup hook: ``worker_env``). True if this call connected (and the caller
+    should disconnect)."""
     ray = import_ray()
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    kwargs: dict[str, Any] = {"runtime_env": {"env_vars": env}, "logging_level": "WARNING", "log_to_driver": True}
+    plain, secrets = split_secrets(env, keys)
+    runtime_env: dict[str, Any] = {"env_vars": plain}
+    if secrets:
+        runtime_env["worker_process_setup_hook"] = SetEnv(secrets)
+    kwargs: dict[str, Any] = {"runtime_env": runtime_env, "logging_level": "WARNING", "log_to_driver": True}
     if address is None:
         kwargs.update(include_dashboard=False)
     else:
@@ -204,7 +241,7 @@ class WorkerPool:
     @classmethod
     async def start(cls, cfg: RunConfig, run_id: str, *, events: bool, out: TextIO) -> WorkerPool:
         ray = import_ray()
-        connected = connect(cfg.ray.address, worker_env(cfg))
+        connected = connect(cfg.ray.address, worker_env(cfg), key_variables(cfg))
         workers = cfg.ray.workers or _cluster_slots(ray, cfg.ray)
         per = max(1, -(-cfg.concurrency // workers))  # ceil: concurrency examples in flight in all
         pool = cls(cfg, ray, per, workers, events, out, connected)

@@ -46,9 +46,11 @@ from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, attempt_key, cassette_line
+from react_bench.models.stack import route_of
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
 from react_bench.record import ExampleRecord, RunMetrics
+from react_bench.redact import redacted, route_signature
 from react_bench.reflexion import TRIAL_LOG, TrialLog
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
@@ -224,8 +226,14 @@ class Run:
             "run_id": self.run_id,
             "fingerprint": self.fingerprint,
             "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "config": _jsonable(asdict(cfg)),
-            "composed": cfg.composed,  # the settings as composed: what resume and replay start from
+            # URL credentials never reach the folder (resume takes the endpoint from the user's config)
+            "config": redacted(_jsonable(asdict(cfg))),
+            "composed": redacted(cfg.composed),  # the settings as composed: what resume and replay start from
+            # this user's signature of where the requests go and which variable holds the key:
+            # resume keeps a route only this user chose (runconfig.own_route)
+            "route_signature": route_signature(route_of(redacted(cfg.composed.get("model") or {})))
+            if cfg.composed
+            else None,
             "model_name": model.name,
             "endpoint": endpoint_host(self.stack.client),  # host[:port] the requests went to; None: no server
             "sdk": self.stack.client.sdk,

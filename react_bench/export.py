@@ -24,6 +24,7 @@ from typing import Any
 from react_bench.record import ExampleRecord, RunHeader, RunMetrics
 from react_bench.record import Score as RunScore
 from react_bench.results import iter_example_records
+from react_bench.rundir import refuse_links, safe_name
 from react_bench.tasks import TaskInfo, task_info
 from react_bench.types import Usage
 
@@ -67,7 +68,12 @@ def examples_table(run_dir: Path) -> Any:
 
 
 def export_run(run_dir: Path, to: str, out: Path | None = None) -> Path:
+    """Write the run as ``to`` at ``out`` (default: a file in the run folder, which may be one
+    someone sent: a link in it is refused, and the file is named by the folder, never by the
+    ``run_id`` its run.json says)."""
     run_dir = Path(run_dir)
+    if out is None:
+        refuse_links(run_dir)
     if to == "csv":
         path = out or run_dir / "examples.csv"
         examples_table(run_dir).to_csv(path, index=False)
@@ -80,7 +86,7 @@ def export_run(run_dir: Path, to: str, out: Path | None = None) -> Path:
         from inspect_ai.log import write_eval_log
 
         log = to_inspect_log(run_dir)
-        path = out or run_dir / "inspect" / f"{log.eval.run_id}.eval"
+        path = out or run_dir / "inspect" / f"{safe_name(run_dir.resolve().name)}.eval"
         path.parent.mkdir(parents=True, exist_ok=True)
         write_eval_log(log, location=str(path), format="eval")
         return path

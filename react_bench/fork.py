@@ -36,6 +36,7 @@ from react_bench.models.collector import response_to_events
 from react_bench.models.replay import Recorded, RecordedFailure, load_cassette
 from react_bench.record import ExampleRecord, RunHeader
 from react_bench.results import iter_example_records
+from react_bench.rundir import safe_name
 from react_bench.types import ModelResponse, TextBlock
 
 
@@ -127,7 +128,10 @@ async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out:
             f"{parent_dir} was run from code without its composed settings; fork a run of scripts/eval.py"
         )
     cfg = RunConfig.from_mapping(composed)
-    run_id = f"{header.run_id}-fork-{step}-{dt.datetime.now(dt.UTC).strftime('%Y%m%d-%H%M%S-%f')}"
+    # named by the parent's folder, never by the run_id its run.json says (a folder someone sent
+    # may say ../../x there): the fork lies beside its parent
+    parent_name = safe_name(parent_dir.resolve().name)
+    run_id = f"{parent_name}-fork-{step}-{dt.datetime.now(dt.UTC).strftime('%Y%m%d-%H%M%S-%f')}"
     cfg = replace(
         cfg,
         task=replace(cfg.task, ids=(example,), n=None, offset=0),

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
@@ -31,8 +31,9 @@ from react_bench.errors import ConfigError, check_known, settings_of
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
-from react_bench.models.stack import ModelSpec
+from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec
 from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
+from react_bench.redact import signed_here, without_userinfo
 from react_bench.reflexion import ReflexionConfig
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.settings import default
@@ -423,6 +424,46 @@ def _refuse_changes(
             )
 
 
+def own_route(
+    current: Mapping[str, Any], stored: Mapping[str, Any], restated: Sequence[str], run_dir: Path, signature: object
+) -> dict:
+    """The resumed run's model settings, its endpoint and key variable the user's own.
+
+    A run folder may come from someone else, and its run.json names a server and a variable: a
+    resumed run must not send the value of a variable the folder chose to a server the folder
+    chose. So the folder's route is kept whole where this user signed it (``redact.signed_here``:
+    a run made on this machine by this user); otherwise each of ``ROUTE_SETTINGS`` is kept only
+    where it is what the user's own model config gives (the same provider composed now, or the
+    provider's default: ``api.anthropic.com`` with ``ANTHROPIC_API_KEY``), or where this command
+    restates it (``restated``, e.g. ``model.base_url=...``); else resume stops with one line."""
+    from react_bench.models.stack import provider_config_class, route_of
+
+    model = dict(stored.get("model") or {})
+    signed = signed_here(route_of(model), signature)
+    own = current.get("model") or {}
+    config_class = provider_config_class(str(model.get("provider")))
+    defaults = {f.name: f.default for f in fields(config_class)} if config_class is not None else {}
+    same_provider = own.get("provider") == model.get("provider")
+    differ = []
+    for name in ROUTE_SETTINGS:
+        if f"model.{name}" in restated:
+            model[name] = own.get(name)
+            continue
+        if signed or (name not in model and name not in defaults):
+            continue
+        value = model.get(name, defaults.get(name))
+        if (same_provider and own.get(name, defaults.get(name)) == value) or value == defaults.get(name, MISSING):
+            continue
+        differ.append(f"model.{name}={without_userinfo(str(value))}")
+    if differ:
+        raise ConfigError(
+            f"resume: {run_dir} sends its requests with {' '.join(differ)}, which your model config does not: "
+            "a run folder does not choose where your keys go; restate them on the command line to resume "
+            f"there ({' '.join(d.split('=')[0] + '=...' for d in differ)})"
+        )
+    return model
+
+
 def find_run(results_dir: Path, run_id: str) -> Path:
     """The folder of run ``run_id`` under ``results_dir`` (any task, model, mode, runner)."""
     found = sorted(p.parent for p in results_dir.glob(f"*/*/*/{check_run_id(run_id)}/run.json"))
@@ -455,7 +496,11 @@ def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
         else:
             run_dir = Path(str(resume))
         stored = StoredRun.read(run_dir).composed()
-        _refuse_changes(current, stored, keys, RUN_KEYS, "resume")
+        route = [k for k in keys if k.startswith("model.") and k.split(".", 1)[1] in ROUTE_SETTINGS]
+        _refuse_changes(current, stored, [k for k in keys if k not in route], RUN_KEYS, "resume")
+        stored["model"] = own_route(
+            current, stored, route, run_dir, StoredRun.read(run_dir).data.get("route_signature")
+        )
         kept = {k: current[k] for k in RUN_KEYS if k in current}
         stored.pop(REQUESTED, None)
         # operational settings given on this command line (a longer timeout, say) apply

@@ -112,12 +112,35 @@ LOCK = ".lock"
 _HELD: dict[Path, int] = {}  # run folder -> the descriptor holding its lock, in this process
 
 
+def refuse_links(folder: Path) -> None:
+    """A run folder holds plain files and folders only: one someone sent may hold a link
+    (``.lock`` or ``examples.jsonl`` -> a file of the user's) that a write would follow out of
+    the folder. Before the project writes into a folder it did not create (resume, export),
+    any link in it is refused in one line."""
+    if not folder.is_dir():
+        return
+    for root, dirs, files in os.walk(folder):
+        for name in (*dirs, *files):
+            path = Path(root) / name
+            if path.is_symlink():
+                raise ConfigError(
+                    f"{path} is a link (to {os.readlink(path)}); a run folder holds plain files only, "
+                    "so nothing is written into this one: remove the link, or copy the files it should hold"
+                )
+
+
+def open_plain(path: Path, flags: int, mode: int = 0o644) -> int:
+    """``os.open`` that never follows a link at ``path`` (a link there is an OSError, ELOOP)."""
+    return os.open(path, flags | os.O_NOFOLLOW, mode)
+
+
 def acquire(run_dir: Path) -> None:
     """Own ``run_dir`` for this process, or one ConfigError naming the process that owns it."""
     key = run_dir.resolve()
     if key in _HELD:
         raise ConfigError(f"{run_dir} is already being run by this process")
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    refuse_links(run_dir)
+    fd = open_plain(run_dir / LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

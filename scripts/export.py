@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.export import FORMATS, export_run  # noqa: E402
 
 
@@ -29,6 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         path = export_run(args.run_dir, args.to, args.out)
     except ImportError as exc:
         print(f"error: {exc.name} is missing: pip install -e '.[viewer]'", file=sys.stderr)
+        return 2
+    except ConfigError as exc:  # a folder the export will not write into (a link in it)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     print(path)
     return 0

@@ -421,3 +421,26 @@ def test_the_guides_commands_with_token_authentication(tmp_path):
             timeout=600,
         )
         assert bare.returncode == 2 and "RAY_AUTH_MODE=token" in bare.stderr.strip().splitlines()[-1]
+
+
+async def test_the_api_key_reaches_the_workers_and_no_file_ray_writes(tmp_path, cluster, golds, monkeypatch):
+    """The key goes to the workers by their setup hook, not as a runtime_env variable (which Ray
+    writes in clear into runtime_env_agent.log): the run's calls are made with it, and no file
+    under the cluster's folders (every node's session logs) nor the run's folder holds it."""
+    canary = "sk-ant-canary-" + os.urandom(8).hex()
+    monkeypatch.setenv(KEY_ENV, canary)
+    with MessagesServer(responder=Oracle(golds)) as server:
+        result = await evaluate(
+            config(server, tmp_path / "run", cluster, n=4, concurrency=2, request_cache="off"), out=io.StringIO()
+        )
+        sent = len(server.requests)
+    assert result.metrics["errors"] == 0 and sent == 2 * 4  # the workers had the key (else: no API key, errors)
+    assert all(r["worker"] for r in records(result.run_dir))
+    leaked = [
+        p
+        for root in (cluster.temp, tmp_path)
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_symlink() and canary.encode() in p.read_bytes()
+    ]
+    assert leaked == []
+    assert any(cluster.temp.rglob("runtime_env_agent.log"))  # the log Ray wrote the key into, before

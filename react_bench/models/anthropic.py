@@ -91,6 +91,7 @@ from react_bench.models.capabilities import min_cache_tokens, model_info
 from react_bench.models.collector import collect, response_to_events
 from react_bench.models.deadline import Deadline, attempt_s
 from react_bench.models.stopping import StreamStops
+from react_bench.redact import without_userinfo
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
 _CACHE = {"type": "ephemeral"}
@@ -161,7 +162,7 @@ class AnthropicClient:
     @property
     def endpoint(self) -> str:
         """Where requests go, as the SDK resolved it (``base_url``, ``ANTHROPIC_BASE_URL`` or its default)."""
-        return str(self._sdk.base_url)
+        return without_userinfo(str(self._sdk.base_url))  # never a user or password into a log
 
     @property
     def sdk(self) -> str:

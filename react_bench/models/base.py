@@ -44,7 +44,9 @@ class ModelError(Exception):
     def __init__(
         self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
     ):
-        super().__init__(message)
+        from react_bench.redact import without_userinfo
+
+        super().__init__(without_userinfo(message))  # a URL quoted in it keeps no credentials
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after

@@ -63,6 +63,7 @@ from react_bench.models.base import (
 )
 from react_bench.models.deadline import FIRST_TOKEN_S, Deadline, attempt_s
 from react_bench.models.stopping import StopScanner
+from react_bench.redact import without_userinfo
 from react_bench.types import (
     Message,
     RedactedThinkingBlock,
@@ -133,7 +134,7 @@ class OpenAICompatClient:
     @property
     def endpoint(self) -> str:
         """Where requests go, as the SDK resolved it (``base_url``, ``OPENAI_BASE_URL`` or its default)."""
-        return str(self._client.base_url)
+        return without_userinfo(str(self._client.base_url))  # never a user or password into a log
 
     @property
     def sdk(self) -> str:

@@ -97,8 +97,18 @@ class ModelSpec:
         return config is not None and operational(config, key)
 
     def fingerprint(self) -> dict[str, Any]:
-        """The settings that can change an answer (the run's protocol fingerprint)."""
-        return {k: v for k, v in self.to_mapping().items() if not self.is_operational(k)}
+        """The settings that can change an answer (the run's protocol fingerprint): not the
+        operational ones, nor where the requests go and which variable holds the key (a resumed
+        run takes those from the user's own config: ``runconfig.own_route``)."""
+        return {k: v for k, v in self.to_mapping().items() if not self.is_operational(k) and k not in ROUTE_SETTINGS}
+
+
+ROUTE_SETTINGS = ("base_url", "api_key_env", "key_env")  # where requests go, and which variable's secret goes along
+
+
+def route_of(model: Mapping[str, Any]) -> dict[str, Any]:
+    """A model mapping's route: its provider and those of ``ROUTE_SETTINGS`` it sets."""
+    return {"provider": model.get("provider"), **{k: model[k] for k in ROUTE_SETTINGS if k in model}}
 
 
 @contextmanager
