@@ -1,0 +1,425 @@
+"""Hostile text and received run folders (docs/security.md): no secret into a file or onto the
+console, no write outside the folder it belongs in, no input that stalls a run.
+
+Real files, real servers, real processes: the OpenAI-compatible stand-in behind a base URL with a
+password in it, crafted run folders resumed and exported by ``scripts/``, links planted in them,
+the WebShop server spoken to over raw sockets, and every pattern run on model or page text timed
+on 100 KB of the input that made the old one backtrack."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from react_bench.environment import UNPARSED
+from react_bench.envs.alfworld.env import COMMANDS, alfworld_action
+from react_bench.envs.wiki.live import page_text
+from react_bench.redact import redacted, without_userinfo
+from react_bench.runners.parsing import _finish_answer, extract_answer, robust_parse, robust_parse_act
+from react_bench.testing.messages_server import MessagesServer
+from react_bench.testing.openai_hostile import SHAPES
+from react_bench.testing.openai_server import Chunks, OpenAIServer, oracle_chunks
+from react_bench.testing.walker import Walk
+from tests.support import REPO
+from tests.support_oracle import Oracle, gold_answers
+
+CANARY = "canary-" + os.urandom(6).hex()
+KB100 = 100_000
+# Linear handling of 100 KB takes milliseconds; the patterns replaced here took from seconds
+# (quadratic) to hours (cubic) on it. The bound is generous on purpose: a loaded 2-core machine
+# must never fail it, a backtracking pattern always does.
+BOUND_S = 3.0
+
+
+def _files_holding(root: Path, needle: str) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and not p.is_symlink() and needle.encode() in p.read_bytes()]
+
+
+def _eval(*args: str, env: dict[str, str] | None = None, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+# ---------------------------------------------------------------------------- secrets
+
+
+def test_without_userinfo_strips_credentials_and_nothing_else() -> None:
+    assert without_userinfo("http://u:p@host:8/v1") == "http://host:8/v1"
+    assert (
+        without_userinfo("cannot reach https://me@h/x (and http://a:b@c)") == "cannot reach https://h/x (and http://c)"
+    )
+    assert without_userinfo("mail a@b, see http://h/x?q=a@b") == "mail a@b, see http://h/x?q=a@b"
+    assert redacted({"m": {"base_url": "http://u:p@h"}, "l": ["x://k:s@y/"], "n": 3}) == {
+        "m": {"base_url": "http://h"},
+        "l": ["x://y/"],
+        "n": 3,
+    }
+
+
+def test_a_password_in_the_base_url_reaches_no_file_and_no_console(tmp_path: Path) -> None:
+    """A run against a server that streams two choices (the warning names the endpoint) and one
+    against a server that is not there (the error records name it): the password is nowhere."""
+    golds = gold_answers(2)
+    walk = Walk(steps=2, answers=golds)
+    fan_out = next(s for s in SHAPES if s.name == "a second choice")
+
+    def respond(path: str, body: dict) -> Chunks:
+        return fan_out.build(oracle_chunks(walk, path, body))  # type: ignore[return-value]
+
+    with OpenAIServer(respond) as server:
+        url = server.base_url.replace("http://", f"http://user:{CANARY}@")
+        ran = _eval("model=openai", f"model.base_url={url}", "n=2", f"results_dir={tmp_path / 'a'}", "cache=false")
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "streamed more than one choice" in ran.stderr and CANARY not in ran.stdout + ran.stderr
+    lost = _eval(
+        "model=openai",
+        f"model.base_url=http://user:{CANARY}@127.0.0.1:9/v1",
+        "model.max_retries=0",
+        "n=2",
+        f"results_dir={tmp_path / 'b'}",
+        "cache=false",
+    )
+    assert (
+        "cannot reach http://127.0.0.1:9/v1"
+        in (tmp_path / "b")
+        .joinpath(*next((tmp_path / "b").rglob("examples.jsonl")).relative_to(tmp_path / "b").parts)
+        .read_text()
+    )
+    assert CANARY not in lost.stdout + lost.stderr
+    assert _files_holding(tmp_path, CANARY) == []
+    # the run's own record keeps the endpoint, without the password
+    header = json.loads(next((tmp_path / "a").rglob("run.json")).read_text())
+    assert header["composed"]["model"]["base_url"] == server.base_url
+
+
+def test_resuming_a_received_folder_sends_no_secret_where_the_user_did_not_say(tmp_path: Path) -> None:
+    """A folder whose run.json names its author's server and one of the user's variables: resume
+    stops with one line and sends nothing; restating the endpoint and variable resumes."""
+    golds = gold_answers(3)
+    stolen = {"REACT_BENCH_TEST_SOMEONES_VAR": CANARY, "REACT_BENCH_TEST_OWN_KEY": "own-key"}
+    # made on its author's machine: its route signed with a key that is not this user's
+    authors = {**stolen, "REACT_BENCH_CACHE": str(tmp_path / "authors-cache")}
+    with MessagesServer(responder=Oracle(golds)) as theirs:
+        made = _eval(
+            "model=claude-sonnet-4-6",
+            f"model.base_url={theirs.base_url}",
+            "model.api_key_env=REACT_BENCH_TEST_SOMEONES_VAR",
+            "n=2",
+            f"results_dir={tmp_path}",
+            "run_id=received",
+            "cache=false",
+            env=authors,
+        )
+        assert made.returncode == 0, made.stderr[-2000:]
+        (run_dir,) = [p.parent for p in tmp_path.rglob("run.json")]
+        examples = run_dir / "examples.jsonl"
+        assert json.loads((run_dir / "run.json").read_text())["route_signature"]
+        examples.write_text(examples.read_text().splitlines()[0] + "\n")  # one example left to run
+        before = len(theirs.requests)
+        resumed = _eval(f"resume={run_dir}", env=stolen)
+        assert len(theirs.requests) == before  # nothing sent
+    assert resumed.returncode == 2 and resumed.stderr.count("\n") == 1
+    said = resumed.stderr.strip()
+    assert said.startswith("error: resume: ") and "model.base_url=" in said and "model.api_key_env=" in said
+    assert CANARY not in said
+    with MessagesServer(responder=Oracle(golds)) as own:
+        restated = _eval(
+            f"resume={run_dir}",
+            f"model.base_url={own.base_url}",
+            "model.api_key_env=REACT_BENCH_TEST_OWN_KEY",
+            env=stolen,
+        )
+        assert restated.returncode == 0, restated.stderr[-2000:]
+        assert len(own.requests) == 2  # the one example left, its two steps
+    assert len(examples.read_text().splitlines()) == 2
+    # a run of the user's own resumes with its folder alone (its route signed by this user)
+    with MessagesServer(responder=Oracle(golds)) as own:
+        mine = _eval(
+            f"model.base_url={own.base_url}",
+            "model=claude-sonnet-4-6",
+            "model.api_key_env=REACT_BENCH_TEST_OWN_KEY",
+            "n=2",
+            f"results_dir={tmp_path / 'mine'}",
+            "run_id=mine",
+            "cache=false",
+            env=stolen,
+        )
+        assert mine.returncode == 0, mine.stderr[-2000:]
+        (mine_dir,) = [p.parent for p in (tmp_path / "mine").rglob("run.json")]
+        (mine_dir / "examples.jsonl").write_text((mine_dir / "examples.jsonl").read_text().splitlines()[0] + "\n")
+        again = _eval(f"resume={mine_dir}", env=stolen)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(own.requests) == 2 * 2 + 2  # the run's two examples, then the one resumed
+
+
+# ------------------------------------------------------------------ files outside the folder
+
+
+def _finished_run(tmp_path: Path, run_id: str = "mine") -> Path:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([" I know.\nAction 1: Finish[X]"] * 2))
+    done = _eval("model=scripted", f"model.script={script}", "n=2", f"results_dir={tmp_path / 'r'}", f"run_id={run_id}")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = [p.parent for p in (tmp_path / "r").rglob("run.json")]
+    return run_dir
+
+
+def _say_run_id(run_dir: Path, run_id: str) -> None:
+    header = json.loads((run_dir / "run.json").read_text())
+    header["run_id"] = run_id
+    (run_dir / "run.json").write_text(json.dumps(header))
+
+
+def test_a_run_id_in_a_received_run_json_is_never_a_path(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path)
+    _say_run_id(run_dir, "../../../escaped")
+    before = {p for p in tmp_path.rglob("*")}
+    exported = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "export.py"), str(run_dir), "--to", "inspect"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    added = {p for p in tmp_path.rglob("*")} - before
+    assert added and all(run_dir in p.parents for p in added)  # the .eval file is inside the run folder
+    assert not list(tmp_path.rglob("escaped*"))
+    _say_run_id(run_dir, "/tmp/absolute-escape")
+    assert not Path("/tmp/absolute-escape.eval").exists()
+
+
+@pytest.mark.parametrize("planted", [".lock", "examples.jsonl"])
+def test_resume_never_writes_through_a_link_in_the_folder(tmp_path: Path, planted: str) -> None:
+    run_dir = _finished_run(tmp_path)
+    victim = tmp_path / "users-own-file.txt"
+    victim.write_text("the user's own words\n")
+    kept = run_dir / planted
+    if kept.exists():
+        kept.unlink()
+    kept.symlink_to(victim)
+    resumed = _eval(f"resume={run_dir}", "retry_errors=true")
+    assert resumed.returncode == 2 and "is a link" in resumed.stderr.strip().splitlines()[-1]
+    assert victim.read_text() == "the user's own words\n"
+
+
+def test_export_never_writes_through_a_link_in_the_folder(tmp_path: Path) -> None:
+    run_dir = _finished_run(tmp_path)
+    victim = tmp_path / "users-own-file.txt"
+    victim.write_text("the user's own words\n")
+    (run_dir / "examples.csv").symlink_to(victim)
+    exported = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "export.py"), str(run_dir), "--to", "csv"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert exported.returncode == 2 and "is a link" in exported.stderr
+    assert victim.read_text() == "the user's own words\n"
+
+
+async def test_a_batch_result_the_run_did_not_send_is_never_a_file(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Batches API that answers with a ``custom_id`` the client never sent (``../../x``, or a
+    key-shaped one): ignored and counted; the request cache and the run hold only the run's."""
+    import io
+
+    from react_bench.evaluate import evaluate
+    from react_bench.modes import SolveSettings
+    from react_bench.runconfig import RunConfig
+    from react_bench.tasks import TaskConfig
+    from react_bench.testing.messages_server import Reply, claude_model_config
+    from tests.support_oracle import question_of
+
+    monkeypatch.setenv("REACT_BENCH_TEST_HOSTILE_KEY", "test-key-not-real")
+    golds = gold_answers(3)
+    with MessagesServer(responder=lambda body: Reply.text(golds[question_of(body)])) as server:
+        made = server._new_batch
+
+        def hostile(requests: list[dict]) -> object:
+            batch = made(requests)
+            good = batch.results[0]["result"]
+            batch.results += [
+                {"custom_id": "../../../escaped-by-batch", "result": good},
+                {"custom_id": "ab" * 32, "result": good},
+            ]
+            return batch
+
+        server._new_batch = hostile  # type: ignore[method-assign]
+        cfg = RunConfig(
+            task=TaskConfig(name="hotpotqa", n=3),
+            model=claude_model_config(server.base_url, "REACT_BENCH_TEST_HOSTILE_KEY"),  # type: ignore[arg-type]
+            solve=SolveSettings(mode="standard"),
+            results_dir=tmp_path,
+            run_id="batched",
+            progress=False,
+            batch=True,
+            batch_poll_s=0.01,
+        )
+        out = io.StringIO()
+        result = await evaluate(cfg, out=out)
+    assert result.metrics["errors"] == 0 and result.metrics["em"]["mean"] == 1.0
+    base = tmp_path_factory.getbasetemp()
+    assert not list(base.rglob("escaped-by-batch*")) and not list(base.rglob("ab" * 32 + "*"))
+
+
+# ------------------------------------------------------------------ linear in the input
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+HOSTILE: dict[str, Callable[[], object]] = {
+    "thought label, a run of spaces": lambda: robust_parse("Thought" + " " * KB100, 1),
+    "thought label, spaces after a number": lambda: robust_parse("Thought 1" + " " * KB100, 1),
+    "action label, a run of spaces": lambda: robust_parse("x\nAction" + " " * KB100, 1),
+    "action label, tabs after a number": lambda: robust_parse_act("Action 1" + "\t" * KB100, 1),
+    "observation line, a run of tabs": lambda: robust_parse("x\nObservation" + "\t" * KB100, 1),
+    "observation lines, many": lambda: robust_parse("\nObservation 1 " * (KB100 // 15), 1),
+    "finish[ repeated": lambda: extract_answer("finish[" * (KB100 // 7)),
+    "finish[ with spaces": lambda: extract_answer("finish" + " " * KB100),
+    "answer label, spaces": lambda: extract_answer("answer" + " " * KB100),
+    "the answer is, repeated": lambda: extract_answer("the answer is " * (KB100 // 14)),
+    "a heading of =": lambda: page_text("=" * KB100 + " a b c"),
+    "an alfworld command, long": lambda: alfworld_action("put " + "a in/on " * (KB100 // 8)),
+    "an alfworld command, no separator": lambda: alfworld_action("take " + "x" * KB100),
+    "a url with credentials, long": lambda: without_userinfo("http://" + "a" * KB100 + "@"),
+    "many schemes": lambda: without_userinfo("x://" * (KB100 // 4) + "@"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_each_pattern_on_hostile_text_is_linear(case: str) -> None:
+    assert _timed(HOSTILE[case]) < BOUND_S
+
+
+def test_the_linear_readers_read_as_the_patterns_they_replace() -> None:
+    """The rewritten readers against the old regular expressions, on random short texts over the
+    characters that matter (the same matches, the same groups)."""
+    rng = random.Random(7)
+    finish = re.compile(r"finish[ \t]*\[(?P<answer>[^\]\n]*)\]", re.IGNORECASE)
+    heading = re.compile(r"^=+.*=+$")
+    forms = [
+        (name, re.compile("^" + re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>.+?)", re.escape(form)) + "$"))
+        for name, form, _, _ in COMMANDS
+    ]
+    for _ in range(4000):
+        text = "".join(
+            rng.choice(["finish", "[", "]", "\n", " ", "x", "FINISH", "\t"]) for _ in range(rng.randrange(12))
+        )
+        want = finish.search(text)
+        assert _finish_answer(text) == (want["answer"] if want else None), text
+        ends = ["".join(rng.choice("=x") for _ in range(rng.randrange(4))) for _ in range(2)]
+        line = f"{ends[0]} a b c {ends[1]}".strip()  # three words or more: kept unless a heading
+        assert (page_text(line) == "") == bool(heading.match(line)), line
+        words = ["put ", "take ", "go to ", " in/on ", " from ", "a", "b", " ", "\n", "look", "desk 1"]
+        command = "".join(rng.choice(words) for _ in range(rng.randrange(7)))
+        expected = next(((n, m.groupdict()) for n, p in forms if (m := p.match(command))), None)
+        got = alfworld_action(command)
+        if command.startswith("think:"):
+            continue
+        assert (got.name, got.arguments) == (expected or (UNPARSED, {})), repr(command)
+
+
+# ------------------------------------------------------------------ the WebShop server
+
+
+@pytest.fixture(scope="module")
+def shop():
+    from react_bench.envs.webshop.catalog import Catalog
+    from react_bench.envs.webshop.server import WebShopServer
+
+    catalog = Catalog.generate(0, 50, 5)
+    with WebShopServer(catalog) as server:
+        server.session, server.asin = catalog.goals[0].session, catalog.goals[0].asin  # type: ignore[attr-defined]
+        yield server
+
+
+def _raw(server, request: bytes, wait_s: float = 10.0) -> bytes:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=wait_s) as s:
+        s.sendall(request)
+        s.shutdown(socket.SHUT_WR)
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    return data
+
+
+@pytest.mark.parametrize(
+    "request_bytes, status",
+    [
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", b"400"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n", b"400"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n", b"413"),
+        (b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc", b"400"),
+        (b"GET /search_results/SESSION/[" + b"-" * 20000 + b"1]/1 HTTP/1.1\r\nHost: x\r\n\r\n", b"400"),
+        (b"GET /search_results/SESSION/[" + b"[" * 3000 + b"/1 HTTP/1.1\r\nHost: x\r\n\r\n", b"400"),
+        (b"GET /item_page/SESSION/ASIN/q/1/" + b"{1:" * 1000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", b"400"),
+        (b"GARBAGE\r\n\r\n", b"400"),
+    ],
+)
+def test_every_malformed_request_to_the_webshop_server_is_answered(shop, request_bytes: bytes, status: bytes) -> None:
+    request = request_bytes.replace(b"SESSION", shop.session.encode()).replace(b"ASIN", shop.asin.encode())
+    answer = _raw(shop, request)
+    if answer.startswith(b"HTTP/"):
+        assert answer.split(b"\r\n", 1)[0].split(b" ")[1] == status, answer[:200]
+    else:  # a request line that is not HTTP/1.x: the stdlib answers as HTTP/0.9, the page alone
+        assert b"Error code: " + status in answer, answer[:300]
+
+
+def test_the_webshop_server_goes_on_after_them(shop) -> None:
+    answer = _raw(shop, f"GET /{shop.session} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+    assert answer.startswith(b"HTTP/1.1 200 ")
+
+
+async def test_an_answer_past_the_size_cap_is_cut_off_and_recorded(tmp_path: Path) -> None:
+    """A server that streams 5 million characters as one answer: the call is cut off at 4 million
+    (never held whole), retried, then recorded as the example's error, which says why."""
+    import io
+
+    from react_bench.evaluate import evaluate
+    from react_bench.models.collector import MAX_RESPONSE_CHARS
+    from react_bench.modes import SolveSettings
+    from react_bench.runconfig import RunConfig
+    from react_bench.tasks import TaskConfig
+    from react_bench.testing.openai_server import model_config
+
+    piece = "x" * 100_000
+    chunks = [
+        {"id": "c", "object": "text_completion", "created": 1, "model": "m", "choices": [{"index": 0, "text": piece}]}
+    ] * (MAX_RESPONSE_CHARS // len(piece) + 10)
+    with OpenAIServer(lambda path, body: Chunks(tuple(chunks))) as server:
+        cfg = RunConfig(
+            task=TaskConfig(name="hotpotqa", n=1),
+            model=model_config(server.base_url, max_retries=1),  # type: ignore[arg-type]
+            solve=SolveSettings(mode="standard"),
+            results_dir=tmp_path,
+            progress=False,
+            request_cache="off",
+        )
+        result = await evaluate(cfg, out=io.StringIO())
+        tries = len(server.requests)
+    (row,) = [json.loads(x) for x in (result.run_dir / "examples.jsonl").read_text().splitlines()]
+    assert row["reason"] == "error" and f"passed {MAX_RESPONSE_CHARS:,} characters" in row["error"], row["error"]
+    assert tries == 2  # retried once, as a cut stream is
