@@ -51,6 +51,7 @@ from react_bench.envs.wiki.env import (
 )
 from react_bench.envs.wiki.store import ObservationStore
 from react_bench.errors import ConfigError
+from react_bench.redact import without_userinfo
 
 Mode = Literal["live", "record", "replay"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -193,7 +194,7 @@ class LiveWiki:
         # Stored answers are keyed by the endpoint too: one store may hold several wikis, and
         # an answer recorded from one api_url is never served for another.
         self.endpoint = self.settings.api_url or wikipedia.API_URL
-        self.store_key = f"{name}@{self.endpoint}"
+        self.store_key = f"{name}@{without_userinfo(self.endpoint)}"  # stored: never a user or password
         if mode != "replay":
             _install_transport()
 
