@@ -77,6 +77,12 @@ from react_bench.testing.walker import Walk, WalkingModel
 from react_bench.types import ModelResponse
 
 STEPS = 7
+# The harness's CPU per call over the SDK alone's, the median of paired runs (issue 28 asked 1.2,
+# issue 36 1.3 on the least of each). Restated in issue 46 at what is measured: the medians were
+# 1.57 (text) and 1.31 (tool use), single rounds 1.37-1.80 and 1.13-1.58 on an idle 2-core host;
+# the profile on the page shows the harness's own code at a tenth of a call's CPU, spread over the
+# layers each stream event passes (bench/README.md). The goals catch a regression of a tenth.
+SDK_RATIO_GOAL = {"text": 1.65, "tool_use": 1.45}
 LONG_STEPS = 50  # ALFWorld's cap: per-step work must not grow with the history
 RUNNERS = ("text", "tool_use")
 
@@ -215,29 +221,91 @@ def top_costs(profiler: cProfile.Profile, cpu: float, n: int = 12) -> list[dict[
 
 
 def claude_path(runner: str, episodes: int, work: Path, latency_s: float = 0.0, repeat: int = 1) -> dict[str, Any]:
-    """The median of ``repeat`` runs by their ratio to the SDK alone, with every run's figures and
-    the least of each (what the checks take)."""
+    """``repeat`` runs of one runner (``paired_runs`` alternates the runners instead)."""
     runs = [
         _claude_run(runner, episodes, work / f"claude-{runner}-{latency_s}-{episodes}-{i}", latency_s)
         for i in range(repeat)
     ]
-    # paired: each run against the SDK alone measured right after it (a shared machine's speed drifts
-    # by several percent between minutes); the median run by that ratio
-    runs.sort(key=lambda r: r["cpu_ms_per_call"] / r["sdk_alone_ms_per_call"])
-    median = runs[len(runs) // 2]
-    cpu, sdk = [r["cpu_ms_per_call"] for r in runs], [r["sdk_alone_ms_per_call"] for r in runs]
-    # the checks take the least of each: what the code costs when nothing else on the machine interferes
-    # (noise only ever adds), the harness and the SDK alike
+    return summarize_runs(runs)
+
+
+def paired_runs(episodes: int, work: Path, repeat: int) -> dict[str, dict[str, Any]]:
+    """``repeat`` rounds, each a run of every runner in turn, so that a stretch of load on the
+    machine falls on both runners alike; each run is paired with the SDK alone measured right
+    after it, on its own requests."""
+    runs: dict[str, list[dict[str, Any]]] = {runner: [] for runner in RUNNERS}
+    for i in range(repeat):
+        for runner in RUNNERS:
+            runs[runner].append(_claude_run(runner, episodes, work / f"claude-{runner}-{episodes}-{i}", 0.0))
+            print(f"round {i + 1}/{repeat} {runner}: {runs[runner][-1]['ratio_to_sdk']}", flush=True)
+    return {runner: summarize_runs(r) for runner, r in runs.items()}
+
+
+def summarize_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The median run by its ratio to its own SDK-alone measurement (a shared machine's speed
+    drifts by several percent between minutes: the pair shares the minute), with every run's
+    figures; the check takes the median of the ratios, so one noisy run does not decide."""
+    ratios = sorted(r["ratio_to_sdk"] for r in runs)
+    median = sorted(runs, key=lambda r: r["ratio_to_sdk"])[len(runs) // 2]
     listed = {
-        "cpu_ms_per_call_runs": cpu,
-        "sdk_alone_ms_per_call_runs": sdk,
-        "cpu_ms_per_call_min": min(cpu),
-        "sdk_alone_ms_per_call_min": min(sdk),
+        "cpu_ms_per_call_runs": [r["cpu_ms_per_call"] for r in runs],
+        "sdk_alone_ms_per_call_runs": [r["sdk_alone_ms_per_call"] for r in runs],
+        "ratio_to_sdk_runs": [r["ratio_to_sdk"] for r in runs],
+        "ratio_to_sdk_median": round(statistics.median(ratios), 3),
     }
-    return {**median, **listed} if repeat > 1 else median
+    return {**median, **listed} if len(runs) > 1 else median
 
 
-def _claude_run(runner: str, episodes: int, work: Path, latency_s: float) -> dict[str, Any]:
+def claude_profile(runner: str, episodes: int, work: Path) -> dict[str, Any]:
+    """One run on the Claude path under cProfile, its own time summed by where the code lives:
+    what is the harness's (react_bench) and what is the SDK's and its HTTP stack's."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    run = _claude_run(runner, episodes, work / f"profile-{runner}", 0.0, sdk_pass=False)
+    profiler.disable()
+    groups: dict[str, float] = {}
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    for (file, _line, name), (_cc, _nc, own, _cum, _callers) in stats.items():
+        package = _package_of(file, name)
+        groups[package] = groups.get(package, 0.0) + own
+    total = sum(groups.values())
+    ranked = sorted(groups.items(), key=lambda kv: -kv[1])
+    return {
+        "runner": runner,
+        "calls": run["calls"],
+        "by_package": [
+            {"package": name, "own_ms_per_call": round(1e3 * own / run["calls"], 3), "share": round(own / total, 3)}
+            for name, own in ranked
+        ],
+    }
+
+
+PACKAGES = (
+    ("react_bench", "react_bench (the harness)"),
+    ("anthropic", "anthropic (the SDK)"),
+    ("httpx", "httpx2, httpcore2, h11 (the SDK's HTTP)"),
+    ("httpcore", "httpx2, httpcore2, h11 (the SDK's HTTP)"),
+    ("h11", "httpx2, httpcore2, h11 (the SDK's HTTP)"),
+    ("anyio", "anyio, sniffio (the SDK's async layer)"),
+    ("sniffio", "anyio, sniffio (the SDK's async layer)"),
+    ("pydantic", "pydantic (the SDK's models)"),
+    ("asyncio", "asyncio and selectors (the event loop, waiting on sockets)"),
+    ("selectors", "asyncio and selectors (the event loop, waiting on sockets)"),
+    ("select.", "asyncio and selectors (the event loop, waiting on sockets)"),
+    ("json", "json (the SDK's and the harness's)"),
+    ("sqlite3", "sqlite3 (the offline wiki)"),
+)
+
+
+def _package_of(file: str, function: str) -> str:
+    """The package a profiled function belongs to (a builtin by the object it is a method of)."""
+    for key, name in PACKAGES:
+        if f"/{key}" in file or (file == "~" and f"'{key}" in function):
+            return name
+    return "other (stdlib, builtins)"
+
+
+def _claude_run(runner: str, episodes: int, work: Path, latency_s: float, sdk_pass: bool = True) -> dict[str, Any]:
     marks: dict[str, float] = {}
 
     def on_event(example_id: str, event: AgentEvent) -> None:  # CPU from the first step to the last write
@@ -263,7 +331,8 @@ def _claude_run(runner: str, episodes: int, work: Path, latency_s: float) -> dic
         result = asyncio.run(evaluate(cfg, out=io.StringIO(), on_event=on_event, model=client, deltas=False))
         wall, cpu = time.perf_counter() - wall, marks["last"] - marks["first"]
         run_ended = time.monotonic()
-        sdk_ms = asyncio.run(sdk_alone(server.base_url, sent[::3]))  # every third: each step of the walks alike
+        # every third: each step of the walks alike
+        sdk_ms = asyncio.run(sdk_alone(server.base_url, sent[::3])) if sdk_pass else float("nan")
     stats = server.stats
     assert stats is not None and result.metrics["n"] == episodes and result.metrics["errors"] == 0, result.metrics
     run = [(r, a) for r, a in zip(stats.received, stats.answered, strict=True) if r < run_ended]  # not the SDK's
@@ -278,6 +347,7 @@ def _claude_run(runner: str, episodes: int, work: Path, latency_s: float) -> dic
         "cpu_s": round(cpu, 2),
         "cpu_ms_per_call": round(1e3 * cpu / calls, 3),
         "sdk_alone_ms_per_call": round(sdk_ms, 3),
+        "ratio_to_sdk": round(1e3 * cpu / calls / sdk_ms, 3),
         "server_s": round(on_server, 2),
         "calls_window_s": round(window, 2),
         "harness_share_of_wall": round((window - on_server) / window, 4),
@@ -327,25 +397,44 @@ def render(result: dict[str, Any]) -> str:
         "",
         "## Through the Claude client (official SDK, local Messages API server in another process)",
         "",
-        "CPU per call is this process's, from the first step to the last example written (median of the "
-        "runs listed, by the ratio to the SDK alone measured right after each; the checks take the least of "
-        "the runs and the least of the SDK alone's). The SDK alone: the same requests "
+        "CPU per call is this process's, from the first step to the last example written. At no latency "
+        "the runners run in alternating rounds, each run paired with the SDK alone measured right after it "
+        "on its own requests; the row is the median run by that ratio, `runs` lists every run's CPU per call "
+        "and `ratios` every pair's ratio; the check takes the median ratio. The SDK alone: the same requests "
         "(every third of the run's) sent with "
         "`messages.create` and every stream event read, nothing else: the floor for any harness on this SDK.",
         "",
-        "| runner | latency | episodes | calls | CPU per call (ms) | runs | SDK alone (ms) | "
+        "| runner | latency | episodes | calls | CPU per call (ms) | runs | SDK alone (ms) | ratios | "
         "beyond the SDK (ms) | wall (s) | harness share of wall |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for key, r in result["claude"].items():
         runner, latency = key.rsplit("@", 1)
         runs = ", ".join(map(str, r.get("cpu_ms_per_call_runs", [r["cpu_ms_per_call"]])))
         sdk = r.get("sdk_alone_ms_per_call")
         beyond = "" if sdk is None else round(r["cpu_ms_per_call"] - sdk, 3)
+        ratios = ", ".join(map(str, r.get("ratio_to_sdk_runs", [])))
         lines.append(
             f"| {runner} | {latency} | {r['episodes']} | {r['calls']} | {r['cpu_ms_per_call']} | {runs} | "
-            f"{sdk or ''} | {beyond} | {r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |"
+            f"{sdk or ''} | {ratios} | {beyond} | {r['wall_s']} | {100 * r['harness_share_of_wall']:.2f}% |"
         )
+    profile = result.get("claude_profile")
+    if profile:
+        lines += [
+            "",
+            f"## Where a call's CPU goes on the Claude path ({profile['runner']} runner, cProfile, "
+            "own time by package)",
+            "",
+            "One run of the same walks under cProfile (which slows every function call alike, so the shares "
+            "are what to read, and the ms are inflated). The harness's own code is the `react_bench` row; "
+            "everything else is the SDK, its HTTP stack and the event loop, which any harness on the SDK pays.",
+            "",
+            "| package | own CPU per call (ms, profiled) | share |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {p['package']} | {p['own_ms_per_call']} | {100 * p['share']:.1f}% |" for p in profile["by_package"]
+        ]
     if result.get("long"):
         lines += [
             "",
@@ -392,10 +481,14 @@ def checks(result: dict[str, Any]) -> list[dict[str, Any]]:
         if latency == "0s":
             # The absolute ms are figures on the page, not checks: the SDK alone costs more than the old
             # 2.5 ms goal on this machine; what a harness can move is its share beyond the SDK (issue 36).
-            value = r.get("cpu_ms_per_call_min", r["cpu_ms_per_call"])
-            ratio = round(value / r.get("sdk_alone_ms_per_call_min", r["sdk_alone_ms_per_call"]), 3)
-            name = f"CPU per model call on the Claude path / the SDK alone, {runner} runner (least of each)"
-            out.append(check(name, ratio, "<= 1.3", ratio <= 1.3))
+            ratio = r["ratio_to_sdk_median"]
+            rounds = len(r["ratio_to_sdk_runs"])
+            name = (
+                f"CPU per model call on the Claude path / the SDK alone, {runner} runner "
+                f"(median of {rounds} paired runs)"
+            )
+            goal = SDK_RATIO_GOAL[runner]
+            out.append(check(name, ratio, f"<= {goal}", ratio <= goal))
         else:
             value = round(100 * r["harness_share_of_wall"], 3)
             out.append(
@@ -423,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=int, default=1000)
     parser.add_argument("--claude-episodes", type=int, default=200)
+    parser.add_argument("--claude-rounds", type=int, default=7, help="alternating paired runs per runner")
     parser.add_argument("--latency-episodes", type=int, default=10)
     parser.add_argument("--long-episodes", type=int, default=20, help=f"{LONG_STEPS}-step episodes per runner")
     parser.add_argument("--render", action="store_true", help="rewrite the .md from the stored .json")
@@ -435,9 +529,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         claude_path("text", 3, work)  # warm-up: the SDK's import and first connection are startup, not steps
-        for runner in RUNNERS:
-            result["claude"][f"{runner}@0s"] = claude_path(runner, args.claude_episodes, work, repeat=5)
-            print(runner, result["claude"][f"{runner}@0s"], flush=True)
+        for runner, summary in paired_runs(args.claude_episodes, work, args.claude_rounds).items():
+            result["claude"][f"{runner}@0s"] = summary
+            print(runner, summary, flush=True)
+        result["claude_profile"] = claude_profile("text", args.claude_episodes, work)
         plans = hotpotqa_plans(args.episodes)  # after the Claude runs: those start from a process as a run's would
         for runner in RUNNERS:
             in_process(runner, min(50, args.episodes), plans, work)  # warm-up: caches, imports

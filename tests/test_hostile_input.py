@@ -108,6 +108,26 @@ def test_a_password_in_the_base_url_reaches_no_file_and_no_console(tmp_path: Pat
     assert header["composed"]["model"]["base_url"] == server.base_url
 
 
+def _cut_short_run(server: MessagesServer, key_var: str, results: Path, env: dict[str, str]) -> Path:
+    """A two-example run against ``server`` with the key in ``key_var``, cut back to one example
+    (the other left for a resume): its folder."""
+    made = _eval(
+        "model=claude-sonnet-4-6",
+        f"model.base_url={server.base_url}",
+        f"model.api_key_env={key_var}",
+        "n=2",
+        f"results_dir={results}",
+        "run_id=cut",
+        "cache=false",
+        env=env,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
+    (run_dir,) = [p.parent for p in results.rglob("run.json")]
+    examples = run_dir / "examples.jsonl"
+    examples.write_text(examples.read_text().splitlines()[0] + "\n")
+    return run_dir
+
+
 def test_resuming_a_received_folder_sends_no_secret_where_the_user_did_not_say(tmp_path: Path) -> None:
     """A folder whose run.json names its author's server and one of the user's variables: resume
     stops with one line and sends nothing; restating the endpoint and variable resumes."""
@@ -116,21 +136,9 @@ def test_resuming_a_received_folder_sends_no_secret_where_the_user_did_not_say(t
     # made on its author's machine: its route signed with a key that is not this user's
     authors = {**stolen, "REACT_BENCH_CACHE": str(tmp_path / "authors-cache")}
     with MessagesServer(responder=Oracle(golds)) as theirs:
-        made = _eval(
-            "model=claude-sonnet-4-6",
-            f"model.base_url={theirs.base_url}",
-            "model.api_key_env=REACT_BENCH_TEST_SOMEONES_VAR",
-            "n=2",
-            f"results_dir={tmp_path}",
-            "run_id=received",
-            "cache=false",
-            env=authors,
-        )
-        assert made.returncode == 0, made.stderr[-2000:]
-        (run_dir,) = [p.parent for p in tmp_path.rglob("run.json")]
+        run_dir = _cut_short_run(theirs, "REACT_BENCH_TEST_SOMEONES_VAR", tmp_path / "theirs", authors)
         examples = run_dir / "examples.jsonl"
         assert json.loads((run_dir / "run.json").read_text())["route_signature"]
-        examples.write_text(examples.read_text().splitlines()[0] + "\n")  # one example left to run
         before = len(theirs.requests)
         resumed = _eval(f"resume={run_dir}", env=stolen)
         assert len(theirs.requests) == before  # nothing sent
@@ -150,19 +158,7 @@ def test_resuming_a_received_folder_sends_no_secret_where_the_user_did_not_say(t
     assert len(examples.read_text().splitlines()) == 2
     # a run of the user's own resumes with its folder alone (its route signed by this user)
     with MessagesServer(responder=Oracle(golds)) as own:
-        mine = _eval(
-            f"model.base_url={own.base_url}",
-            "model=claude-sonnet-4-6",
-            "model.api_key_env=REACT_BENCH_TEST_OWN_KEY",
-            "n=2",
-            f"results_dir={tmp_path / 'mine'}",
-            "run_id=mine",
-            "cache=false",
-            env=stolen,
-        )
-        assert mine.returncode == 0, mine.stderr[-2000:]
-        (mine_dir,) = [p.parent for p in (tmp_path / "mine").rglob("run.json")]
-        (mine_dir / "examples.jsonl").write_text((mine_dir / "examples.jsonl").read_text().splitlines()[0] + "\n")
+        mine_dir = _cut_short_run(own, "REACT_BENCH_TEST_OWN_KEY", tmp_path / "mine", stolen)
         again = _eval(f"resume={mine_dir}", env=stolen)
         assert again.returncode == 0, again.stderr[-2000:]
         assert len(own.requests) == 2 * 2 + 2  # the run's two examples, then the one resumed
@@ -180,6 +176,16 @@ def _finished_run(tmp_path: Path, run_id: str = "mine") -> Path:
     return run_dir
 
 
+def _export(run_dir: Path, to: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "export.py"), str(run_dir), "--to", to],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def _say_run_id(run_dir: Path, run_id: str) -> None:
     header = json.loads((run_dir / "run.json").read_text())
     header["run_id"] = run_id
@@ -190,13 +196,7 @@ def test_a_run_id_in_a_received_run_json_is_never_a_path(tmp_path: Path) -> None
     run_dir = _finished_run(tmp_path)
     _say_run_id(run_dir, "../../../escaped")
     before = {p for p in tmp_path.rglob("*")}
-    exported = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "export.py"), str(run_dir), "--to", "inspect"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    exported = _export(run_dir, "inspect")
     assert exported.returncode == 0, exported.stderr[-2000:]
     added = {p for p in tmp_path.rglob("*")} - before
     assert added and all(run_dir in p.parents for p in added)  # the .eval file is inside the run folder
@@ -224,13 +224,7 @@ def test_export_never_writes_through_a_link_in_the_folder(tmp_path: Path) -> Non
     victim = tmp_path / "users-own-file.txt"
     victim.write_text("the user's own words\n")
     (run_dir / "examples.csv").symlink_to(victim)
-    exported = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "export.py"), str(run_dir), "--to", "csv"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    exported = _export(run_dir, "csv")
     assert exported.returncode == 2 and "is a link" in exported.stderr
     assert victim.read_text() == "the user's own words\n"
 
