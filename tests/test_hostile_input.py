@@ -26,6 +26,7 @@ from react_bench.envs.alfworld.env import COMMANDS, alfworld_action
 from react_bench.envs.wiki.live import page_text
 from react_bench.redact import redacted, without_userinfo
 from react_bench.runners.parsing import _finish_answer, extract_answer, robust_parse, robust_parse_act
+from react_bench.tasks.alfworld import _description
 from react_bench.testing.messages_server import MessagesServer
 from react_bench.testing.openai_hostile import SHAPES
 from react_bench.testing.openai_server import Chunks, OpenAIServer, oracle_chunks
@@ -298,6 +299,7 @@ HOSTILE: dict[str, Callable[[], object]] = {
     "a heading of =": lambda: page_text("=" * KB100 + " a b c"),
     "an alfworld command, long": lambda: alfworld_action("put " + "a in/on " * (KB100 // 8)),
     "an alfworld command, no separator": lambda: alfworld_action("take " + "x" * KB100),
+    "an alfworld game's task line, unclosed": lambda: _description({"grammar": "Your task is to: x" * (KB100 // 18)}),
     "a url with credentials, long": lambda: without_userinfo("http://" + "a" * KB100 + "@"),
     "many schemes": lambda: without_userinfo("x://" * (KB100 // 4) + "@"),
 }
@@ -330,6 +332,9 @@ def test_the_linear_readers_read_as_the_patterns_they_replace() -> None:
         words = ["put ", "take ", "go to ", " in/on ", " from ", "a", "b", " ", "\n", "look", "desk 1"]
         command = "".join(rng.choice(words) for _ in range(rng.randrange(7)))
         expected = next(((n, m.groupdict()) for n, p in forms if (m := p.match(command))), None)
+        grammar = "".join(rng.choice(["Your task is to: ", ".", '"', '."', "\n", "x", " "]) for _ in range(8))
+        old = re.search(r"Your task is to: (.*?)\.\"", grammar)
+        assert _description({"grammar": grammar}) == (old.group(1) if old else ""), repr(grammar)
         got = alfworld_action(command)
         if command.startswith("think:"):
             continue
@@ -417,3 +422,49 @@ async def test_an_answer_past_the_size_cap_is_cut_off_and_recorded(tmp_path: Pat
     (row,) = [json.loads(x) for x in (result.run_dir / "examples.jsonl").read_text().splitlines()]
     assert row["reason"] == "error" and f"passed {MAX_RESPONSE_CHARS:,} characters" in row["error"], row["error"]
     assert tries == 2  # retried once, as a cut stream is
+
+
+def _module_patterns() -> dict[str, re.Pattern[str]]:
+    """Every compiled pattern at the top of a react_bench module (the testing stand-ins aside)."""
+    import importlib
+    import pkgutil
+
+    import react_bench
+
+    found: dict[str, re.Pattern[str]] = {}
+    for info in pkgutil.walk_packages(react_bench.__path__, "react_bench."):
+        if ".testing" in info.name:
+            continue
+        module = importlib.import_module(info.name)
+        found.update({f"{info.name}.{k}": v for k, v in vars(module).items() if isinstance(v, re.Pattern)})
+    return found
+
+
+def slow_module_patterns(bound_s: float = BOUND_S) -> list[str]:
+    """The package's compiled patterns that take ``bound_s`` or more on one 100 KB run of the
+    characters and words that make backtracking patterns blow up (a single character repeated;
+    each word of the pattern repeated, or followed by spaces, tabs or a number and spaces)."""
+    slow = []
+    for name, pattern in _module_patterns().items():
+        words = sorted(set(re.findall(r"[A-Za-z]{3,}", pattern.pattern)))[:8]
+        texts = [c * KB100 for c in " \t\n=[]*_x0:-.,'\"`<>/\\"]
+        for word in words:
+            texts += [(word + " ") * (KB100 // (len(word) + 1)), (word + "[") * (KB100 // (len(word) + 1))]
+            texts += [word + " " * KB100, word + "\t" * KB100, word + "1" + " " * KB100]
+        took = max(_timed(lambda t=text, p=pattern: list(p.finditer(t))) for text in texts)  # type: ignore[misc]
+        if took >= bound_s:
+            slow.append(f"{name} ({took:.1f} s)")
+    return slow
+
+
+def test_every_module_pattern_is_linear_on_runs_of_its_own_pieces() -> None:
+    """The guard for patterns to come, in a process of its own so that a cubic one fails at the
+    time limit instead of stalling the suite."""
+    assert len(_module_patterns()) >= 20  # the walk finds the package's patterns
+    check = "from tests.test_hostile_input import slow_module_patterns; print(slow_module_patterns())"
+    try:
+        done = subprocess.run([sys.executable, "-c", check], cwd=REPO, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a pattern of the package ran past 120 s on 100 KB of hostile text")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

@@ -268,23 +268,29 @@ _ANSWER_LABEL = re.compile(
 _FINISH_OPEN = re.compile(r"finish[ \t]*\[", re.IGNORECASE)
 
 
-def _finish_answer(text: str) -> str | None:
-    """The first ``finish[...]`` closed on its line, its argument (``finish[ \\t]*\\[([^\\]\\n]*)\\]``
-    as a regex would find it, but linear: each opening looks for the next ``]`` and newline once,
-    not once per opening)."""
+def first_closed(text: str, opening: re.Pattern[str], closer: str) -> str | None:
+    """What lies between the first match of ``opening`` and the next ``closer`` on the same line:
+    what ``opening(.*?)closer`` (``.`` short of a newline) would find, but linear: the next
+    ``closer`` and newline are looked up once each as the openings advance, not once per
+    opening (the regex rescans the rest of the line from every opening)."""
     close = newline = -1
-    for opening in _FINISH_OPEN.finditer(text):
-        start = opening.end()
+    for found in opening.finditer(text):
+        start = found.end()
         if close < start:
-            close = text.find("]", start)
+            close = text.find(closer, start)
             if close == -1:
-                return None  # no ``]`` after this opening: none after a later one either
+                return None  # no closer after this opening: none after a later one either
         if newline < start:
-            found = text.find("\n", start)
-            newline = len(text) if found == -1 else found
+            at = text.find("\n", start)
+            newline = len(text) if at == -1 else at
         if close < newline:
             return text[start:close]
     return None
+
+
+def _finish_answer(text: str) -> str | None:
+    """The first ``finish[...]`` closed on its line: its argument (``finish[ \\t]*\\[([^\\]\\n]*)\\]``)."""
+    return first_closed(text, _FINISH_OPEN, "]")
 
 
 _SO_THE_ANSWER = re.compile(r"the answer is[ \t:]*", re.IGNORECASE)

@@ -46,6 +46,7 @@ from react_bench.models.base import OPERATIONAL
 from react_bench.paths import cache_dir
 from react_bench.prompts import PromptSpec, _read
 from react_bench.runners.formats import LineFormat
+from react_bench.runners.parsing import first_closed
 from react_bench.settings import default
 from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
 
@@ -154,9 +155,13 @@ def own_exemplars(env: AlfworldConfig) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+_TASK_OPENING = re.compile(re.escape("Your task is to: "))
+
+
 def _description(game: Mapping[str, Any]) -> str:
-    match = re.search(r"Your task is to: (.*?)\.\"", str(game.get("grammar", "")))
-    return match.group(1) if match else ""
+    """The task line of a game's grammar (``Your task is to: (.*?)\\."``, read in linear time: a
+    game file is not trusted)."""
+    return first_closed(str(game.get("grammar", "")), _TASK_OPENING, '."') or ""
 
 
 _GAME_TEXTS = ("pddl_domain", "grammar", "pddl_problem")  # what the engine loads from game.tw-pddl
