@@ -104,6 +104,8 @@ def _markdown_table_html(markdown: str) -> str:
         flush()
         if line.startswith("# "):
             out.append(f"<h2>{e(line[2:])}</h2>")
+        elif line.startswith("## "):
+            out.append(f"<h3>{e(line[3:])}</h3>")
         elif line.startswith("- "):
             out.append(f"<p class='note'>{e(line[2:])}</p>")
         elif line.strip():
@@ -112,13 +114,15 @@ def _markdown_table_html(markdown: str) -> str:
     return "\n".join(out)
 
 
-def write_report(runs: Any, out: Path, *, table_markdown: str, pairs: list[dict[str, Any]]) -> Path:
+def write_report(
+    runs: Any, out: Path, *, table_markdown: str, pairs: list[dict[str, Any]], frontier_markdown: str = ""
+) -> Path:
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>react-bench study</title>",
         f"<style>{_STYLE}</style></head><body><h1>react-bench study</h1>",
         f"<p class='note'>{len(runs)} run(s); files beside this page: table1.md, paired.md, diff.md, "
-        "failures.md, runs.csv.</p>",
+        "failures.md, frontier.md, runs.csv.</p>",
         _markdown_table_html(table_markdown),
     ]
     if pairs:
@@ -138,6 +142,8 @@ def write_report(runs: Any, out: Path, *, table_markdown: str, pairs: list[dict[
         _image(out / "cot_sc_k_curve.png", "accuracy at k"),
         _image(out / "tokens_per_step.png", "input tokens per step"),
     ]
+    if frontier_markdown:
+        parts += [_markdown_table_html(frontier_markdown), _image(out / "frontier.png", "cost against accuracy")]
     parts.append("<h2>Runs and their trajectories</h2>")
     for r in runs.sort_values(["task", "mode", "runner", "started"]).itertuples() if len(runs) else ():
         records = list(read_records(Path(r.run_dir)))

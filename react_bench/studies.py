@@ -94,6 +94,7 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "cost_usd": cost.total,
                 "cost_per_correct": cost.per_correct,
                 "tokens_in": m.usage.total_input_tokens if m else 0,
+                "tokens_out": m.usage.output_tokens if m else 0,
                 "grounded_accuracy": m and m.grounded_accuracy,
                 "ids": run.example_ids,
                 "not_applied": run.not_applied,
@@ -583,6 +584,118 @@ LEGEND = (
 )
 
 
+def frontier(runs: Any) -> Any:
+    """What each method costs for what it buys (Kapoor et al., 2024, "AI Agents That Matter"):
+    per task, every finished run as a point, its mean dollars per example (or, where any run of
+    the task has no price, its tokens per example, input and output, for every run of the task
+    alike) against its score with the 95% interval. A run is on the Pareto frontier when no run
+    at most as costly scores as high (ties in cost: the better score). Along the frontier,
+    ``per_extra_correct`` is what the next step up costs per answer it adds: the difference in
+    cost per example over the difference in score (dollars, or tokens, per extra correct answer)."""
+    import pandas as pd
+
+    columns = ["task", "run", "run_id", "n", "measure", "per_example", "mean", "ci_low", "ci_high"]
+    columns += ["on_frontier", "per_extra_correct"]
+    done = runs[runs["mean"].notna() & (runs["n"].fillna(0) > 0)] if len(runs) else runs
+    rows: list[dict[str, Any]] = []
+    for task, group in done.groupby("task", sort=True) if len(done) else ():
+        priced = group["cost_usd"].notna().all()
+        measure = "USD" if priced else "tokens"
+        points = []
+        for r in group.itertuples():
+            spent = float(r.cost_usd) if priced else float(r.tokens_in + r.tokens_out)
+            points.append(
+                {
+                    "task": task,
+                    "run": _label(r),
+                    "run_id": r.run_id,
+                    "n": int(r.n),
+                    "measure": measure,
+                    "per_example": spent / int(r.n),
+                    "mean": float(r.mean),
+                    "ci_low": float(r.ci_low),
+                    "ci_high": float(r.ci_high),
+                    "on_frontier": False,
+                    "per_extra_correct": None,
+                }
+            )
+        points.sort(key=lambda p: (p["per_example"], -p["mean"]))
+        last: dict[str, Any] | None = None
+        for p in points:
+            if last is None or p["mean"] > last["mean"]:
+                p["on_frontier"] = True
+                if last is not None:
+                    p["per_extra_correct"] = (p["per_example"] - last["per_example"]) / (p["mean"] - last["mean"])
+                last = p
+        rows += points
+    return pd.DataFrame(rows, columns=columns)
+
+
+def frontier_markdown(points: Any) -> str:
+    """frontier.md: per task, the runs from cheapest to dearest, the frontier marked."""
+    lines = [
+        "# Cost against accuracy: the Pareto frontier",
+        "",
+        "Each run is a point: its mean cost per example and its score (95% interval). A run on the "
+        "frontier (`yes`) scores higher than every run that costs at most as much; `per extra correct` is "
+        "what the step up to it from the frontier run before costs per correct answer it adds. Where a "
+        "task has a run without a price (a local or scripted model), every run of it is measured in tokens "
+        "(input and output) instead of dollars.",
+    ]
+    if not len(points):
+        return "\n".join([*lines, "", "No finished run to place."]) + "\n"
+    for task, group in points.groupby("task", sort=True):
+        measure = group["measure"].iloc[0]
+        unit = "$" if measure == "USD" else "tokens"
+        lines += ["", f"## {task} ({'dollars' if measure == 'USD' else 'tokens'} per example)", ""]
+        lines += [f"| run | n | {unit} per example | score | 95% CI | frontier | {unit} per extra correct |"]
+        lines += ["|---|---|---|---|---|---|---|"]
+        for p in group.itertuples():
+            cost = f"{p.per_example:.4f}" if measure == "USD" else f"{p.per_example:,.0f}"
+            extra = (
+                ""
+                if p.per_extra_correct is None or p.per_extra_correct != p.per_extra_correct
+                else (f"{p.per_extra_correct:.4f}" if measure == "USD" else f"{p.per_extra_correct:,.0f}")
+            )
+            lines.append(
+                f"| {p.run} | {p.n} | {cost} | {100 * p.mean:.1f} | "
+                f"[{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}] | {'yes' if p.on_frontier else ''} | {extra} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot_frontier(points: Any, path: Path) -> None:
+    """frontier.png: a panel per task, each run a point with its interval, the frontier a step line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = sorted(set(points["task"])) if len(points) else []
+    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(6.5 * max(1, len(tasks)), 4.5), squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=False):
+        group = points[points["task"] == task]
+        measure = group["measure"].iloc[0]
+        for p in group.itertuples():
+            low, high = max(0.0, 100 * (p.mean - p.ci_low)), max(0.0, 100 * (p.ci_high - p.mean))  # rounding
+            ax.errorbar(p.per_example, 100 * p.mean, yerr=[[low], [high]], fmt="o" if p.on_frontier else "x", capsize=3)
+            short = p.run.split(" (")[0]  # mode/runner: frontier.md names the model and the run
+            ax.annotate(short, (p.per_example, 100 * p.mean), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        best = group[group["on_frontier"]]
+        ax.step(best["per_example"], 100 * best["mean"], where="post", color="black", linewidth=1, label="frontier")
+        ax.set_title(task)
+        ax.margins(x=0.2)
+        ax.set_xlabel("dollars per example" if measure == "USD" else "tokens per example (in + out)")
+        ax.set_ylabel("score (%), 95% interval")
+        ax.set_ylim(0, 100)
+        ax.legend(loc="lower right", fontsize=8)
+    if not tasks:
+        axes[0][0].text(0.5, 0.5, "no finished run in this study", ha="center", va="center")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, Any]:
     """Every file of a study folder (``scripts/compare.py`` and a sweep's combined table both write
     it): table1.md/.csv with its notes, paired.md, diff.md, failures.md, table3.md and context.md
@@ -626,11 +739,14 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
         written.append("context.md")
     plot_k_curve(runs, out / "cot_sc_k_curve.png")
     plot_tokens(runs, out / "tokens_per_step.png")
+    points = frontier(runs)
+    (out / "frontier.md").write_text(frontier_markdown(points), encoding="utf-8")
+    plot_frontier(points, out / "frontier.png")
     runs.drop(columns=["ids"]).to_csv(out / "runs.csv", index=False)
-    written += ["cot_sc_k_curve.png", "tokens_per_step.png", "runs.csv"]
+    written += ["cot_sc_k_curve.png", "tokens_per_step.png", "frontier.md", "frontier.png", "runs.csv"]
     from react_bench.report import write_report
 
-    write_report(runs, out, table_markdown="\n".join(lines), pairs=pairs)
+    write_report(runs, out, table_markdown="\n".join(lines), pairs=pairs, frontier_markdown=frontier_markdown(points))
     written.append("report.html")
     return {
         "table": table,

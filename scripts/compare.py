@@ -15,6 +15,9 @@ the table with the reason). Writes to ``--out`` (default ``results/compare/<time
 - ``failures.md``: the failure labels of every run;
 - ``cot_sc_k_curve.png``, ``tokens_per_step.png``; ``table3.md`` (ALFWorld) and ``context.md``
   where they apply; ``runs.csv``: one row per run;
+- ``frontier.md`` / ``frontier.png``: cost against accuracy per task, each run a point (dollars per
+  example, or tokens where a run has no price) with its interval, the Pareto frontier marked and
+  what each step up along it costs per extra correct answer;
 - ``report.html``: all of it on one static page, every trajectory browsable.
 See ``react_bench/studies.py`` for how each figure is computed.
 """

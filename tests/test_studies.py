@@ -365,3 +365,37 @@ def test_the_token_plot_is_a_grid_of_panels_titled_by_run(tmp_path: Path) -> Non
     studies.plot_tokens(runs, tmp_path / "t.png")
     width, height = Image.open(tmp_path / "t.png").size
     assert width < 1600 and height > 900  # 3 x 3 grid at 110 dpi, not 7 x 4 inches in a row
+
+
+def test_the_frontier_places_every_run_by_cost_and_score(three_runs: Path, tmp_path: Path) -> None:
+    """frontier.md and frontier.png beside Table 1: the scripted runs have no price, so the task is
+    measured in tokens per example for every run; a run is on the frontier when nothing at most
+    as costly scores as high, and each step up says what an extra correct answer costs."""
+    from react_bench.studies import frontier, load_runs, write_study
+
+    runs = load_runs([three_runs])
+    points = frontier(runs)
+    assert len(points) == 3 and set(points["measure"]) == {"tokens"}
+    by_run = {p.run.split("/")[0]: p for p in points.itertuples()}
+    for p in points.itertuples():  # the definition, checked against every other point
+        cheaper_or_equal = points[(points["per_example"] <= p.per_example) & (points["run_id"] != p.run_id)]
+        dominated = bool(len(cheaper_or_equal)) and cheaper_or_equal["mean"].max() >= p.mean
+        assert p.on_frontier == (not dominated), p.run
+    ordered = points.sort_values("per_example")
+    on = ordered[ordered["on_frontier"]]
+    assert on.iloc[0]["per_extra_correct"] is None  # the cheapest frontier run has no step before it
+    for (_, a), (_, b) in zip(on.iloc[:-1].iterrows(), on.iloc[1:].iterrows(), strict=True):
+        assert b["per_extra_correct"] == pytest.approx((b["per_example"] - a["per_example"]) / (b["mean"] - a["mean"]))
+    assert by_run["standard"].n == 3
+    out = tmp_path / "study"
+    study = write_study(runs, out)
+    assert {"frontier.md", "frontier.png"} <= set(study["written"])
+    md = (out / "frontier.md").read_text()
+    assert "## hotpotqa (tokens per example)" in md and md.count("| yes |") == int(points["on_frontier"].sum())
+    assert (out / "frontier.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "cost against accuracy" in (out / "report.html").read_text()
+    # priced runs are placed in dollars: a run's cost over its n
+    priced = runs.assign(cost_usd=[0.03, 0.06, 0.3][: len(runs)])
+    dollars = frontier(priced)
+    assert set(dollars["measure"]) == {"USD"}
+    assert sorted(dollars["per_example"]) == pytest.approx(sorted(c / 3 for c in priced["cost_usd"]))
