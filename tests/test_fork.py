@@ -101,3 +101,34 @@ async def test_a_fork_replays_steps_before_the_edit_and_goes_on_live(
         timeout=120,
     )
     assert done.returncode == 2 and done.stderr.startswith("error: ") and "no finished example 'nope'" in done.stderr
+
+
+async def test_a_fork_of_a_received_folder_lies_beside_it_whatever_its_run_json_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """run.json's run_id is the folder author's text: a fork is named by the parent's folder, so
+    ``run_id: ../../../escaped`` (or an absolute path) writes nothing outside the results."""
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    golds = gold_answers(1)
+    with MessagesServer(responder=WalkResponder(Walk(steps=3, answers=golds))) as server:
+        cfg = RunConfig.from_mapping(
+            composed(
+                "model=claude-sonnet-4-6",
+                f"model.base_url={server.base_url}",
+                f"model.api_key_env={KEY_ENV}",
+                "n=1",
+                f"results_dir={tmp_path / 'results'}",
+                "run_id=sent",
+                "progress=false",
+                "show=none",
+            )
+        )
+        parent = await evaluate(cfg, out=io.StringIO())
+        example = json.loads((parent.run_dir / "examples.jsonl").read_text().splitlines()[0])
+        for hostile in ("../../../escaped", str(tmp_path / "absolute")):
+            header = json.loads((parent.run_dir / "run.json").read_text())
+            header["run_id"] = hostile
+            (parent.run_dir / "run.json").write_text(json.dumps(header))
+            fork = await fork_run(parent.run_dir, example["id"], 1, EDIT)
+            assert fork.run_dir.parent == parent.run_dir.parent and fork.run_dir.name.startswith("sent-fork-1-")
+    assert not list(tmp_path.rglob("escaped*")) and not list(tmp_path.glob("absolute*"))
