@@ -95,11 +95,14 @@ def _route_text(route: Mapping[str, Any]) -> bytes:
     return json.dumps({k: route.get(k) for k in sorted(route)}, sort_keys=True).encode()
 
 
-def route_signature(route: Mapping[str, Any]) -> str:
-    """This user's signature of ``route`` (provider, endpoint, key variable) for run.json."""
-    key = _route_key(create=True)
-    assert key is not None
-    return hmac.new(key, _route_text(route), hashlib.sha256).hexdigest()
+def route_signature(route: Mapping[str, Any]) -> str | None:
+    """This user's signature of ``route`` (provider, endpoint, key variable) for run.json; None
+    where the key cannot be kept (a read-only cache): resume then asks for the route again."""
+    try:
+        key = _route_key(create=True)
+    except OSError:
+        return None
+    return None if key is None else hmac.new(key, _route_text(route), hashlib.sha256).hexdigest()
 
 
 def signed_here(route: Mapping[str, Any], signature: object) -> bool:

@@ -468,3 +468,22 @@ def test_every_module_pattern_is_linear_on_runs_of_its_own_pieces() -> None:
         pytest.fail("a pattern of the package ran past 120 s on 100 KB of hostile text")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
+
+
+def test_the_route_key_is_the_users_alone_and_a_read_only_cache_signs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from react_bench.redact import route_signature, signed_here
+
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
+    route = {"provider": "anthropic", "base_url": "http://h", "api_key_env": "K"}
+    signature = route_signature(route)
+    assert signature and signed_here(route, signature)
+    assert (tmp_path / "cache" / "route.key").stat().st_mode & 0o077 == 0  # the user's alone
+    assert not signed_here({**route, "base_url": "http://elsewhere"}, signature)
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "other-users-cache"))
+    assert not signed_here(route, signature)  # another key: another user's folder
+    blocked = tmp_path / "read-only"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(blocked / "cache"))
+    assert route_signature(route) is None
