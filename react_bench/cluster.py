@@ -242,15 +242,25 @@ class WorkerPool:
     async def start(cls, cfg: RunConfig, run_id: str, *, events: bool, out: TextIO) -> WorkerPool:
         ray = import_ray()
         connected = connect(cfg.ray.address, worker_env(cfg), key_variables(cfg))
-        workers = cfg.ray.workers or _cluster_slots(ray, cfg.ray)
-        per = max(1, -(-cfg.concurrency // workers))  # ceil: concurrency examples in flight in all
-        pool = cls(cfg, ray, per, workers, events, out, connected)
-        spec = cfg.model
-        if spec.requests_per_minute or spec.tokens_per_minute:
-            pool.limiter = ray.remote(num_cpus=0)(_Limiter).remote()
-        for _ in range(workers):
-            pool._spawn()
-        await pool._first_ready()
+        pool = None
+        try:
+            workers = cfg.ray.workers or await _cluster_slots(ray, cfg.ray)
+            per = max(1, -(-cfg.concurrency // workers))  # ceil: concurrency examples in flight in all
+            pool = cls(cfg, ray, per, workers, events, out, connected)
+            spec = cfg.model
+            if spec.requests_per_minute or spec.tokens_per_minute:
+                pool.limiter = ray.remote(num_cpus=0)(_Limiter).remote()
+            for _ in range(workers):
+                pool._spawn()
+            await pool._first_ready()
+        except BaseException:
+            # a start that fails leaves no connection behind: Ray ends a process whose driver stays
+            # connected to a cluster that goes away (exit 1, nothing said), long after the error
+            if pool is not None:
+                pool.close()
+            elif connected:
+                ray.shutdown()
+            raise
         print(f"ray: {workers} worker(s) x {per} example(s) at once, {_cluster_summary(ray)}", file=out, flush=True)
         return pool
 
@@ -360,17 +370,27 @@ class WorkerLost(Exception):
     pass
 
 
-def _cluster_slots(ray: Any, settings: RaySettings) -> int:
-    cpus = float(ray.available_resources().get("CPU", 0.0))
-    if settings.num_cpus <= 0:
-        return max(1, int(cpus))
-    workers = int(cpus // settings.num_cpus)
-    if workers < 1:
-        raise ConfigError(
-            f"executor=ray: the cluster has {cpus:g} free CPU(s), a worker needs "
-            f"ray.num_cpus={settings.num_cpus:g}; add nodes or set ray.num_cpus lower"
-        )
-    return workers
+SLOT_WAIT_S = 30.0  # how long a run waits for a CPU that a run just before it is still releasing
+
+
+async def _cluster_slots(ray: Any, settings: RaySettings, wait_s: float | None = None) -> int:
+    """Workers by the free CPUs. A run started right after another on the same cluster finds its
+    actors' CPUs still held for a moment after that driver left: it waits up to ``wait_s`` for a
+    worker's worth of CPU before it says there is none."""
+    deadline = time.monotonic() + (SLOT_WAIT_S if wait_s is None else wait_s)
+    while True:
+        cpus = float(ray.available_resources().get("CPU", 0.0))
+        if settings.num_cpus <= 0:
+            return max(1, int(cpus))
+        workers = int(cpus // settings.num_cpus)
+        if workers >= 1:
+            return workers
+        if time.monotonic() >= deadline:
+            raise ConfigError(
+                f"executor=ray: the cluster has {cpus:g} free CPU(s), a worker needs "
+                f"ray.num_cpus={settings.num_cpus:g}; add nodes or set ray.num_cpus lower"
+            )
+        await asyncio.sleep(0.5)
 
 
 def _cluster_summary(ray: Any) -> str:

@@ -444,3 +444,27 @@ async def test_the_api_key_reaches_the_workers_and_no_file_ray_writes(tmp_path, 
     ]
     assert leaked == []
     assert any(cluster.temp.rglob("runtime_env_agent.log"))  # the log Ray wrote the key into, before
+
+
+async def test_a_run_that_cannot_start_its_workers_says_so_and_leaves_no_connection(
+    tmp_path, cluster, golds, monkeypatch
+):
+    """ray.num_cpus=3 on worker nodes of one CPU: no worker fits. After waiting a moment for CPUs
+    a run just before may still hold, one line names the shortfall, and the process is no longer
+    connected (a driver left connected to a cluster that later goes away is ended by Ray, exit 1,
+    nothing said)."""
+    from dataclasses import replace
+
+    import ray
+
+    import react_bench.cluster as cluster_module
+    from react_bench.errors import ConfigError
+
+    monkeypatch.setattr(cluster_module, "SLOT_WAIT_S", 1.0)
+    with MessagesServer(responder=Oracle(golds)) as server:
+        cfg = config(server, tmp_path, cluster, n=2, request_cache="off")
+        cfg = replace(cfg, ray=RaySettings(address=cluster.address, num_cpus=3.0))
+        with pytest.raises(ConfigError, match=r"free CPU\(s\), a worker needs ray.num_cpus=3"):
+            await evaluate(cfg, out=io.StringIO())
+        assert not ray.is_initialized()
+        assert server.requests == []
