@@ -31,24 +31,29 @@ def _text(body: Any) -> str:
     return json.dumps(body.body["messages"], ensure_ascii=False)
 
 
+def parent_config(server: MessagesServer, n: int, results: Path, run_id: str) -> RunConfig:
+    """A run of scripts/eval.py's settings against the stand-in: the parent a fork is made of."""
+    return RunConfig.from_mapping(
+        composed(
+            "model=claude-sonnet-4-6",
+            f"model.base_url={server.base_url}",
+            f"model.api_key_env={KEY_ENV}",
+            f"n={n}",
+            f"results_dir={results}",
+            f"run_id={run_id}",
+            "progress=false",
+            "show=none",
+        )
+    )
+
+
 async def test_a_fork_replays_steps_before_the_edit_and_goes_on_live(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "test-key-not-real")
     golds = gold_answers(2)
     with MessagesServer(responder=WalkResponder(Walk(steps=4, answers=golds))) as server:
-        cfg = RunConfig.from_mapping(
-            composed(
-                "model=claude-sonnet-4-6",
-                f"model.base_url={server.base_url}",
-                f"model.api_key_env={KEY_ENV}",
-                "n=2",
-                f"results_dir={tmp_path}",
-                "run_id=parent",
-                "progress=false",
-                "show=none",
-            )
-        )
+        cfg = parent_config(server, 2, tmp_path, "parent")
         parent = await evaluate(cfg, out=io.StringIO())
         example = json.loads((parent.run_dir / "examples.jsonl").read_text().splitlines()[1])
         assert example["steps"] == 4
@@ -111,18 +116,7 @@ async def test_a_fork_of_a_received_folder_lies_beside_it_whatever_its_run_json_
     monkeypatch.setenv(KEY_ENV, "test-key-not-real")
     golds = gold_answers(1)
     with MessagesServer(responder=WalkResponder(Walk(steps=3, answers=golds))) as server:
-        cfg = RunConfig.from_mapping(
-            composed(
-                "model=claude-sonnet-4-6",
-                f"model.base_url={server.base_url}",
-                f"model.api_key_env={KEY_ENV}",
-                "n=1",
-                f"results_dir={tmp_path / 'results'}",
-                "run_id=sent",
-                "progress=false",
-                "show=none",
-            )
-        )
+        cfg = parent_config(server, 1, tmp_path / "results", "sent")
         parent = await evaluate(cfg, out=io.StringIO())
         example = json.loads((parent.run_dir / "examples.jsonl").read_text().splitlines()[0])
         for hostile in ("../../../escaped", str(tmp_path / "absolute")):
