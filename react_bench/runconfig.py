@@ -31,7 +31,7 @@ from react_bench.errors import ConfigError, check_known, settings_of
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
-from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec
+from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec, provider_config_class, route_of
 from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
 from react_bench.redact import signed_here, without_userinfo
 from react_bench.reflexion import ReflexionConfig
@@ -436,8 +436,6 @@ def own_route(
     where it is what the user's own model config gives (the same provider composed now, or the
     provider's default: ``api.anthropic.com`` with ``ANTHROPIC_API_KEY``), or where this command
     restates it (``restated``, e.g. ``model.base_url=...``); else resume stops with one line."""
-    from react_bench.models.stack import provider_config_class, route_of
-
     model = dict(stored.get("model") or {})
     signed = signed_here(route_of(model), signature)
     own = current.get("model") or {}
@@ -495,12 +493,11 @@ def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
             run_dir = find_run(Path(current.get("results_dir") or "results"), str(current["run_id"]))
         else:
             run_dir = Path(str(resume))
-        stored = StoredRun.read(run_dir).composed()
+        recorded = StoredRun.read(run_dir)
+        stored = recorded.composed()
         route = [k for k in keys if k.startswith("model.") and k.split(".", 1)[1] in ROUTE_SETTINGS]
         _refuse_changes(current, stored, [k for k in keys if k not in route], RUN_KEYS, "resume")
-        stored["model"] = own_route(
-            current, stored, route, run_dir, StoredRun.read(run_dir).data.get("route_signature")
-        )
+        stored["model"] = own_route(current, stored, route, run_dir, recorded.data.get("route_signature"))
         kept = {k: current[k] for k in RUN_KEYS if k in current}
         stored.pop(REQUESTED, None)
         # operational settings given on this command line (a longer timeout, say) apply

@@ -129,18 +129,13 @@ def refuse_links(folder: Path) -> None:
                 )
 
 
-def open_plain(path: Path, flags: int, mode: int = 0o644) -> int:
-    """``os.open`` that never follows a link at ``path`` (a link there is an OSError, ELOOP)."""
-    return os.open(path, flags | os.O_NOFOLLOW, mode)
-
-
 def acquire(run_dir: Path) -> None:
     """Own ``run_dir`` for this process, or one ConfigError naming the process that owns it."""
     key = run_dir.resolve()
     if key in _HELD:
         raise ConfigError(f"{run_dir} is already being run by this process")
     refuse_links(run_dir)
-    fd = open_plain(run_dir / LOCK, os.O_RDWR | os.O_CREAT)
+    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)  # never through a link
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
