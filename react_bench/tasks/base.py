@@ -157,6 +157,7 @@ class Coverage:
     missing: tuple[str, ...] = ()  # dev indices ("dev-3687") or ids, in requested order
     excluded: int = 0  # left out as few-shot exemplars
     left_out: tuple[str, ...] = ()  # unreadable examples skipped on request (each: the file and why)
+    origin: Mapping[str, Any] | None = None  # a file built from the hub: its source, revision, counts
 
     def summary(self) -> str:
         if self.split == "ids":
@@ -177,6 +178,7 @@ class Pool:
     examples: tuple[Example, ...]
     by_id: Mapping[str, Example]
     by_dev_index: Mapping[int, Example]
+    origin: Mapping[str, Any] | None = None  # a file built from the hub: its record (tasks.hubdata)
 
     def lookup(self, id_: str) -> Example | None:
         """By id; ``dev-<row>`` also finds the example at that dev-set row, whatever its id."""
@@ -226,7 +228,7 @@ def select(pool: Pool, config: TaskConfig, exclude: frozenset[str] = frozenset()
     kept = kept[config.offset : end]
     examples = [ex for _, ex in kept if ex is not None]
     missing = tuple(key for key, ex in kept if ex is None)
-    coverage = Coverage(label, pool.source, len(kept), len(examples), missing, excluded)
+    coverage = Coverage(label, pool.source, len(kept), len(examples), missing, excluded, origin=pool.origin)
     if missing and config.on_missing == "error":
         raise MissingExamplesError(coverage)
     if missing:

@@ -5,7 +5,9 @@ Decisions a next engineer needs:
 - Data folder: ``data_dir`` if set, else ``$REACT_BENCH_DATA_DIR``, else the first of
   ``./data`` and ``../shared/data`` that exists, tried relative to the working directory and
   then to the repository root. An explicitly set folder (setting or variable) that does not
-  exist is an error, not a silent fall-through to other data.
+  exist is an error, not a silent fall-through to other data. Where no folder is found at all,
+  a task with a ``Recipe`` builds its files from the public hub datasets on first use
+  (``tasks.hubdata``; not with ``source=local``), and its examples carry the build's record.
 - Local files are read with ``datasets.load_dataset("json", data_files=...)`` (JSON arrays and
   JSON lines alike). datasets 5 copes with the official HotpotQA layout: the mixed-type
   ``context`` / ``supporting_facts`` lists (and the nulls in the 685 file) become its ``Json``
@@ -41,12 +43,15 @@ import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from react_bench.errors import ConfigError
 from react_bench.paths import cache_dir
 from react_bench.tasks.base import DataError, DataFormatError, Pool, TaskConfig
+
+if TYPE_CHECKING:
+    from react_bench.tasks.hubdata import Recipe
 
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -64,12 +69,13 @@ class DataUnavailableError(DataError):
 
 def candidate_dirs() -> list[Path]:
     """The default folders, in the order they are tried."""
-    bases = [Path.cwd(), REPO_ROOT]
+    bases = dict.fromkeys([Path.cwd().resolve(), REPO_ROOT])  # once where they are the same folder
     return [base / rel for base in bases for rel in _DEFAULT_DIRS]
 
 
-def resolve_data_dir(setting: str | None = None) -> Path:
-    """The data folder (module docstring); ``DataUnavailableError`` when there is none."""
+def find_data_dir(setting: str | None = None) -> Path | None:
+    """The data folder (module docstring); None when nothing is set and no default folder exists.
+    ``DataUnavailableError`` when an explicitly set folder does not exist."""
     for explicit, what in ((setting, "data_dir"), (os.environ.get(ENV_DATA_DIR), ENV_DATA_DIR)):
         if explicit:
             path = Path(explicit).expanduser()
@@ -79,11 +85,27 @@ def resolve_data_dir(setting: str | None = None) -> Path:
     for path in candidate_dirs():
         if path.is_dir():
             return path.resolve()
+    return None
+
+
+def resolve_data_dir(setting: str | None = None) -> Path:
+    """The data folder (module docstring); ``DataUnavailableError`` when there is none."""
+    if (folder := find_data_dir(setting)) is not None:
+        return folder
     tried = ", ".join(str(p) for p in candidate_dirs())
     raise DataUnavailableError(
-        f"no data folder: set data_dir or {ENV_DATA_DIR} to the folder holding hotpotqa/ "
-        f"and fever/ (e.g. ../shared/data). Tried: {tried}"
+        f"no data folder: set data_dir or {ENV_DATA_DIR} to the folder holding hotpotqa/ and fever/. Tried: {tried}"
     )
+
+
+def locate(config: TaskConfig, key: str, files: dict[str, str], recipe: Recipe | None) -> Path:
+    """``files[key]`` in the data folder; where none is found (and ``source`` is not ``local``),
+    the file ``recipe`` builds from the hub, built on first use (``tasks.hubdata``)."""
+    if recipe is not None and config.source != "local" and find_data_dir(config.data_dir) is None:
+        from react_bench.tasks import hubdata
+
+        return hubdata.ensure_built(recipe) / recipe.files[key]
+    return resolve_data_dir(config.data_dir) / files[key]
 
 
 # --- local files -----------------------------------------------------------------------------
@@ -249,12 +271,41 @@ def _load_checked(path: Path, columns: tuple[str, ...], check: RecordCheck) -> l
 
 @dataclass(frozen=True)
 class HubSpec:
+    """A split of a hub dataset: by config (``name``), or by ``data_files`` (a glob in the
+    repository) at ``revision`` where the split is read from files rather than a config, e.g. the
+    hub's parquet export (``refs/convert/parquet``) of a dataset built by a loading script."""
+
     path: str
     name: str | None
     split: str
+    revision: str | None = None
+    data_files: str | None = None
 
     def __str__(self) -> str:
-        return f"hub:{self.path}" + (f"/{self.name}" if self.name else "") + f"[{self.split}]"
+        where = f"@{self.revision}" if self.revision else ""
+        return f"hub:{self.path}{where}" + (f"/{self.name}" if self.name else "") + f"[{self.split}]"
+
+    @property
+    def pattern(self) -> str:
+        """The glob of the split's files in the repository."""
+        if self.data_files:
+            return self.data_files
+        return f"{self.name}/{self.split}-*" if self.name else f"data/{self.split}-*"
+
+    def load(self, cache_dir: str | None = None, revision: str | None = None) -> Any:
+        """The split as a ``datasets.Dataset`` (``revision``: a commit sha that pins it)."""
+        import datasets
+
+        revision = revision or self.revision
+        if self.data_files:
+            return datasets.load_dataset(
+                self.path,
+                data_files={self.split: self.data_files},
+                split=self.split,
+                revision=revision,
+                cache_dir=cache_dir,
+            )
+        return datasets.load_dataset(self.path, self.name, split=self.split, revision=revision, cache_dir=cache_dir)
 
 
 def _hub_offline() -> bool:
@@ -280,10 +331,8 @@ def check_hub() -> None:
 def load_hub(spec: HubSpec) -> Any:
     """A hub split as a ``datasets.Dataset``; tests replace this function with a local stand-in."""
     check_hub()
-    import datasets
-
     try:
-        return datasets.load_dataset(spec.path, spec.name, split=spec.split)
+        return spec.load()
     except Exception as err:  # network, auth, or a dataset the installed datasets cannot build
         raise DataUnavailableError(f"{spec}: {type(err).__name__}: {err}") from err
 
@@ -308,11 +357,13 @@ def resolve_pool(
     files: dict[str, str],
     local_pool: Callable[[Path], Pool],
     hub_pool: Callable[[], Pool],
+    recipe: Recipe | None = None,
 ) -> Pool:
     """The examples to select from: ``data_file``, else the split's local file or the hub.
 
     ``files`` maps each split to its file under the data folder. The ``offline`` split is
-    local only: its file is what the offline wiki is built from.
+    local only: its file is what the offline wiki is built from. Where no data folder is found,
+    ``recipe`` builds the task's files from the hub on first use (``tasks.hubdata``).
     """
     if config.data_file:
         if config.source == "hub":
@@ -326,6 +377,9 @@ def resolve_pool(
                 f"{task}: the offline split is the local file {rel}; use split=paper500 or all with the hub"
             )
         return hub_pool()
+    if recipe is not None and config.source != "local" and find_data_dir(config.data_dir) is None:
+        path = locate(config, config.split, files, recipe)  # built from the hub on first use
+        return dataclasses.replace(local_pool(path), origin=_origin(path))
     try:
         path = resolve_data_dir(config.data_dir) / rel
         if not path.is_file():
@@ -343,7 +397,10 @@ def resolve_pool(
             ) from None
 
 
-_WHAT_TO_SET = (
-    f"Set data_dir or {ENV_DATA_DIR} to a folder holding {{rel}} (the project's offline data is "
-    "../shared/data), or task.data_file to the file itself"
-)
+def _origin(path: Path) -> dict[str, Any] | None:
+    from react_bench.tasks import hubdata
+
+    return hubdata.origin_of(path)
+
+
+_WHAT_TO_SET = f"Set data_dir or {ENV_DATA_DIR} to a folder holding {{rel}}, or task.data_file to the file itself"

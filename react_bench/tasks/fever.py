@@ -7,8 +7,10 @@ Decisions a next engineer needs:
   ``paper500`` and ``all`` draw from ``fever/paper_dev.jsonl`` (9,999 claims; the paper's 500
   are the same row indices as HotpotQA's). From the hub, ``fever/fever`` ``v1.0``
   ``paper_dev`` has one row per evidence sentence: rows are folded into one claim per ``id``
-  in order of first appearance. (That hub dataset is built by a loading script, which recent
-  ``datasets`` releases refuse to run; the failure is reported as unavailable data, not hidden.)
+  in order of first appearance (``fold_claims``). That hub dataset is built by a loading script,
+  which ``datasets`` 4+ refuses to run, so its parquet export (``refs/convert/parquet``) is read.
+- Where no data folder is found, the claims are written once as ``paper_dev.jsonl`` with the wiki
+  pages their evidence names (``RECIPE``, ``tasks.hubdata``); every split reads that claims file.
 - Two local formats, told apart by the first record: paper_dev (``claim``) and the evidence
   JSONL (``question`` holds the claim, ``pars`` the gold sentences). Only paper_dev rows have a
   ``dev_index`` (their row), so ``paper500`` drawn from the evidence file finds none of them.
@@ -26,13 +28,17 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from react_bench.metrics import FEVER_LABELS, fever_correct, map_fever_label
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, DataError, Example, Pool, TaskConfig, TaskInfo, select
-from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_data_dir, resolve_pool
+from react_bench.tasks.data import HubSpec, locate, peek_record, read_records, resolve_pool
+from react_bench.tasks.hubdata import Recipe
 from react_bench.tasks.wikitask import PALM_FEVER, PAPER_TABLE1, WikiTask
 
 FILES = {
@@ -40,8 +46,16 @@ FILES = {
     "paper500": "fever/paper_dev.jsonl",
     "all": "fever/paper_dev.jsonl",
 }
-HUB = HubSpec("fever/fever", "v1.0", "paper_dev")
+# fever/fever is built by a loading script, which datasets 4+ refuses to run; the hub's parquet
+# export of it (refs/convert/parquet, one folder per config and split) is read instead.
+HUB_EXPORT = "refs/convert/parquet"
+HUB = HubSpec("fever/fever", None, "paper_dev", revision=HUB_EXPORT, data_files="v1.0/paper_dev/*.parquet")
+HUB_PAGES = HubSpec(
+    "fever/fever", None, "wikipedia_pages", revision=HUB_EXPORT, data_files="wiki_pages/wikipedia_pages/*.parquet"
+)
 WIKI_SOURCE = "fever/wiki_pages_evidence_subset.jsonl"  # the gold evidence lines, in wiki-pages layout
+BUILT_CLAIMS = "paper_dev.jsonl"  # built from the hub: FEVER's own name and layout for these claims
+BUILT_PAGES = "wiki_pages_evidence.jsonl"  # the wiki pages the claims' evidence names, whole
 FEVER_EXEMPLAR_IDS_FILE = Path(__file__).resolve().parents[1] / "prompts" / "fever_exemplar_ids.json"
 _COLUMNS = ("id", "claim", "question", "label", "verifiable", "evidence")
 
@@ -103,18 +117,28 @@ def local_pool(path: Path) -> Pool:
     return _cached_pool(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
 
 
-def pool_from_hub_rows(rows: list[dict[str, Any]], source: str) -> Pool:
-    """One example per claim id from the hub's one-row-per-evidence layout, first-seen order."""
+def fold_claims(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hub's one-row-per-evidence-sentence layout folded into one record per claim id, in
+    first-seen order, in ``paper_dev.jsonl``'s layout: evidence sets grouped by evidence id, each
+    item ``[annotation id, evidence id, page, line]`` (``[.., .., None, None]`` for NOT ENOUGH INFO)."""
     claims: dict[str, dict[str, Any]] = {}
-    titles: dict[str, list[str]] = {}
+    sets: dict[str, dict[Any, list[list[Any]]]] = {}
     for row in rows:
         key = str(row["id"])
-        claims.setdefault(key, row)
-        url = row.get("evidence_wiki_url")
-        if url and url not in titles.setdefault(key, []):
-            titles[key].append(url)
-    examples = [_example(r, r["claim"], i, titles.get(k, [])) for i, (k, r) in enumerate(claims.items())]
-    return Pool.of(source, examples)
+        if key not in claims:
+            label = row["label"]
+            verifiable = "NOT VERIFIABLE" if label == "NOT ENOUGH INFO" else "VERIFIABLE"
+            claims[key] = {"id": row["id"], "verifiable": verifiable, "label": label, "claim": row["claim"]}
+        url, line = row.get("evidence_wiki_url") or None, row.get("evidence_sentence_id")
+        item = [row.get("evidence_annotation_id"), row.get("evidence_id"), url, line if url else None]
+        sets.setdefault(key, {}).setdefault(row.get("evidence_id"), []).append(item)
+    return [claim | {"evidence": list(sets.get(key, {}).values())} for key, claim in claims.items()]
+
+
+def pool_from_hub_rows(rows: list[dict[str, Any]], source: str) -> Pool:
+    """One example per claim id from the hub's one-row-per-evidence layout, first-seen order."""
+    claims = fold_claims(rows)
+    return Pool.of(source, [_example(r, r["claim"], i, _evidence_titles(r["evidence"])) for i, r in enumerate(claims)])
 
 
 def hub_pool() -> Pool:
@@ -125,6 +149,34 @@ def hub_pool() -> Pool:
         for row in rows:
             row["label"] = label.int2str(row["label"])
     return pool_from_hub_rows(rows, str(HUB))
+
+
+def write_built(datasets: list[Any], folder: Path) -> dict[str, int]:
+    """The hub's paper_dev claims as ``paper_dev.jsonl``, and the wiki pages their evidence names
+    (picked out of the hub's wiki_pages by id, in Arrow) as ``wiki_pages_evidence.jsonl``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    claims_rows, pages = datasets
+    claims = fold_claims(tqdm(claims_rows, desc="fever: claims", unit=" rows", leave=False))
+    with open(folder / BUILT_CLAIMS, "w", encoding="utf-8") as out:
+        out.writelines(json.dumps(claim, ensure_ascii=False) + "\n" for claim in claims)
+    titles = sorted({title for claim in claims for title in _evidence_titles(claim["evidence"])})
+    wanted = pc.is_in(pages.data.column("id"), value_set=pa.array(titles, pa.string()))
+    kept = pages.select(pc.indices_nonzero(wanted).to_pylist())
+    with open(folder / BUILT_PAGES, "w", encoding="utf-8") as out:
+        for page in tqdm(kept, desc="fever: pages", unit=" pages", leave=False):
+            out.write(json.dumps({k: page.get(k) for k in ("id", "text", "lines")}, ensure_ascii=False) + "\n")
+    return {"claims": len(claims), "pages": len(kept), "pages_named": len(titles)}
+
+
+RECIPE = Recipe(
+    task="fever",
+    specs=(HUB, HUB_PAGES),
+    size_hint="fever/fever's parquet export: paper_dev's 9,999 claims and about 5.4 million wiki pages",
+    write=write_built,
+    files={"offline": BUILT_CLAIMS, "paper500": BUILT_CLAIMS, "all": BUILT_CLAIMS, "wiki": BUILT_PAGES},
+)
 
 
 def exemplar_ids(path: Path | None = None) -> frozenset[str]:
@@ -159,7 +211,9 @@ class FeverTask(WikiTask):
     prompt_file = "fever"
 
     def pool(self, config: TaskConfig) -> Pool:
-        return resolve_pool(config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
+        return resolve_pool(
+            config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool, recipe=RECIPE
+        )
 
     def select(self, config: TaskConfig) -> tuple[list[Example], Coverage]:
         examples, coverage = select(self.pool(config), config, exclude=exemplar_ids())
@@ -175,4 +229,4 @@ class FeverTask(WikiTask):
     def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
         from react_bench.envs.wiki.build import ensure_wiki
 
-        return ensure_wiki(self.info.name, resolve_data_dir(config.data_dir) / WIKI_SOURCE, "fever", cache_dir)
+        return ensure_wiki(self.info.name, locate(config, "wiki", {"wiki": WIKI_SOURCE}, RECIPE), "fever", cache_dir)

@@ -6,7 +6,9 @@ Decisions a next engineer needs:
   ``hotpotqa/hotpot_dev_distractor_685.json``, whose paragraphs make the offline wiki;
   ``paper500`` and ``all`` draw from ``hotpotqa/hotpot_dev_v1_simplified.json`` (all 7,405 dev
   questions in original order). From the hub, ``hotpotqa/hotpot_qa`` ``distractor``
-  ``validation`` gives the same questions in the same order.
+  ``validation`` gives the same questions in the same order. Where no data folder is found, that
+  hub split is written once as ``hotpot_dev_distractor_v1.json`` (``RECIPE``, ``tasks.hubdata``)
+  and serves every split: offline is then all 7,405 questions, their paragraphs the offline wiki.
 - Two local formats, told apart by the first record: official distractor
   (``_id``, ``context``, ...; ``dev_index`` where the file is a subset) and simplified
   (``question``, ``answer``, ``type`` only). A distractor file without ``dev_index`` is taken as
@@ -25,13 +27,17 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 from pathlib import Path
 from typing import Any
+
+from tqdm import tqdm
 
 from react_bench.metrics import exact_match, f1_score
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, TaskInfo, select
-from react_bench.tasks.data import HubSpec, peek_record, read_records, resolve_data_dir, resolve_pool
+from react_bench.tasks.data import HubSpec, locate, peek_record, read_records, resolve_pool
+from react_bench.tasks.hubdata import Recipe
 from react_bench.tasks.wikitask import PALM_HOTPOTQA, PAPER_TABLE1, WikiTask
 
 DEV_SIZE = 7405
@@ -42,6 +48,7 @@ FILES = {
 }
 HUB = HubSpec("hotpotqa/hotpot_qa", "distractor", "validation")
 WIKI_SOURCE = "hotpotqa/hotpot_dev_distractor_685.json"  # its context paragraphs are the offline wiki
+BUILT_FILE = "hotpot_dev_distractor_v1.json"  # HotpotQA's own name for the whole distractor dev set
 _DISTRACTOR_COLUMNS = (
     "_id",
     "dev_index",
@@ -159,6 +166,46 @@ def hub_pool() -> Pool:
     return pool_from_hub_rows(dataset.select_columns(columns).to_list(), str(HUB))
 
 
+def official_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A hub row (``id``; ``supporting_facts`` / ``context`` as columns of lists) in the official layout."""
+    facts = row.get("supporting_facts") or {}
+    context = row.get("context") or {}
+    return {
+        "_id": str(row["id"]),
+        "question": row["question"],
+        "answer": row["answer"],
+        "type": row.get("type"),
+        "level": row.get("level"),
+        "supporting_facts": [list(f) for f in zip(facts.get("title") or [], facts.get("sent_id") or [], strict=True)],
+        "context": [list(c) for c in zip(context.get("title") or [], context.get("sentences") or [], strict=True)],
+    }
+
+
+def write_built(datasets: list[Any], folder: Path) -> dict[str, int]:
+    """The hub's distractor dev split as ``hotpot_dev_distractor_v1.json`` (official layout, dev order)."""
+    (dataset,) = datasets
+    questions, titles = 0, set[str]()
+    with open(folder / BUILT_FILE, "w", encoding="utf-8") as out:
+        out.write("[")
+        for row in tqdm(dataset, desc="hotpotqa: writing", unit=" questions", leave=False):
+            record = official_record(row)
+            out.write(("," if questions else "") + "\n" + json.dumps(record, ensure_ascii=False))
+            titles.update(title for title, _ in record["context"])
+            questions += 1
+        out.write("\n]\n")
+    return {"questions": questions, "pages": len(titles)}
+
+
+RECIPE = Recipe(
+    task="hotpotqa",
+    specs=(HUB,),
+    size_hint="hotpotqa/hotpot_qa's distractor dev split: 7,405 questions with their paragraphs, 45.7 MB of data "
+    "as the hub's card gives it",
+    write=write_built,
+    files={"offline": BUILT_FILE, "paper500": BUILT_FILE, "all": BUILT_FILE, "wiki": BUILT_FILE},
+)
+
+
 class HotpotQATask(WikiTask):
     info = TaskInfo(
         grounded_answers=True,
@@ -173,7 +220,9 @@ class HotpotQATask(WikiTask):
     )
 
     def pool(self, config: TaskConfig) -> Pool:
-        return resolve_pool(config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool)
+        return resolve_pool(
+            config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool, recipe=RECIPE
+        )
 
     def select(self, config: TaskConfig) -> tuple[list[Example], Coverage]:
         examples, coverage = select(self.pool(config), config)
@@ -189,4 +238,6 @@ class HotpotQATask(WikiTask):
     def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
         from react_bench.envs.wiki.build import ensure_wiki
 
-        return ensure_wiki(self.info.name, resolve_data_dir(config.data_dir) / WIKI_SOURCE, "distractor", cache_dir)
+        return ensure_wiki(
+            self.info.name, locate(config, "wiki", {"wiki": WIKI_SOURCE}, RECIPE), "distractor", cache_dir
+        )

@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import asyncio
 import html
-import socket
 import threading
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+
+from react_bench.testing.serve import ThreadedApp
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,7 @@ class MediaWikiStandIn:
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = ThreadedApp("MediaWiki stand-in")
         self.port = 0
 
     @property
@@ -193,27 +191,11 @@ class MediaWikiStandIn:
             Route("/w/index.php", self._index),
             Route("/wiki/{title:path}", self._article),
         ]
-        app = Starlette(routes=routes)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise RuntimeError("the MediaWiki stand-in did not start")
-            time.sleep(0.01)
+        self.port = self._serving.start(Starlette(routes=routes))
         return self
 
     def stop(self) -> None:
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
-        self._server = self._thread = None
+        self._serving.stop()
 
     def __enter__(self) -> MediaWikiStandIn:
         return self.start()
