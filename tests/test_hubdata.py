@@ -232,7 +232,7 @@ def test_a_prepared_folder_is_found_first_and_source_local_never_builds(tmp_path
 
 def test_the_stand_in_answers_as_the_hub_does(tmp_path, hub) -> None:
     """Errors and headers the client keys on: huggingface_hub's own exceptions, LFS redirects, ranges."""
-    import httpx
+    import httpx2
     from huggingface_hub import HfApi, hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
@@ -248,10 +248,10 @@ def test_the_stand_in_answers_as_the_hub_does(tmp_path, hub) -> None:
     info = api.dataset_info("fever/fever", revision="refs/convert/parquet")
     assert info.sha == hub.shas[("fever/fever", "refs/convert/parquet")] != hub.shas[("fever/fever", "main")]
     url = f"{hub.endpoint}/datasets/hotpotqa/hotpot_qa/resolve/main/distractor/validation-00000-of-00001.parquet"
-    head = httpx.head(url)
+    head = httpx2.head(url)
     assert head.status_code == 302 and head.headers["location"].startswith(hub.content_host)
     assert head.headers["x-repo-commit"] == hub.shas[("hotpotqa/hotpot_qa", "main")]
     size = int(head.headers["x-linked-size"])
-    part = httpx.get(head.headers["location"], headers={"Range": "bytes=4-11"})
+    part = httpx2.get(head.headers["location"], headers={"Range": "bytes=4-11"})
     assert part.status_code == 206 and len(part.content) == 8
     assert part.headers["content-range"] == f"bytes 4-11/{size}"
