@@ -1,45 +1,74 @@
-"""``batch=true``: the single-call modes through the Message Batches API, at half price.
+"""``batch=true``: every model request of a run through the Message Batches API, in rounds, at half price.
 
-A batch is a different way to *execute* the same requests, not a different mode. Before the
-examples run, every request of the mode's single-call part (Standard, CoT, each CoT-SC
-sample; the first pass of CoT-SC->ReAct) is built by the policies exactly as the run would
-send it and submitted in batches; each result is written into the request cache
-(``models.cache``) under that request's key. The run then goes as usual and is served from
-the cache, so trajectories, scoring, cassettes and resume are the same as without a batch;
-what still needs a live call (an errored batch result, ReAct after a CoT-SC backoff) makes one.
+A batch is a different way to *execute* the same requests, not a different mode: the episode
+loop, the runners and the environments are unchanged. ``RoundBatcher`` is a model layer put
+beneath the request cache (``BatchExecutor`` in evaluate.py puts it there):
 
-Resumable: the batch ids and the requests they carry are in ``batches.json`` in the run
-folder, written right after each submission. A run that is started again (``resume``) polls
-and collects the batches it finds there instead of submitting them again. Results that came
-from a batch of this run are priced at half (``responses`` in ``batches.json``).
+- **Rounds.** All of a run's episodes run at once (each a *lane*). A request waits in the round's
+  queue; when every open lane is waiting on the model, and the queue has stopped growing for
+  ``SETTLE_S`` (CoT-SC's samples, asked at once, arrive over a few turns of the event loop),
+  the queue is submitted as one round: one batch, split where the API's limits require
+  (``MAX_PER_BATCH`` requests, ``MAX_BATCH_BYTES`` bytes), polled every ``batch_poll_s``, and
+  each result is handed to its episode, which steps its environment and asks again. A run
+  takes as many rounds as its longest episode makes calls (plus one where a result failed).
+- **The same trajectories as live**: a request's ``custom_id`` is its request-cache key, each
+  answer is written to the request cache and returned exactly as a live call's (the client's
+  stop sequences applied), so given the same answers a run's records are those of a live run.
+- **Failures**: a result that errored, expired or was cancelled goes into the next round; a
+  request that failed ``MAX_BATCH_TRIES`` rounds is sent live (through the retry and rate
+  layers) and nothing is lost. A batch the API refuses ends the run in one line.
+- **Resumable at any point**: the batches and the requests they carry are in ``batches.json`` in
+  the run folder, written right after each submission. A resumed run finds the answers of the
+  collected rounds in the request cache; a request that is in a batch not yet collected waits
+  for that batch (polled and collected by its id), so no request is sent twice or paid twice.
+- **Price**: the responses of this run's batches (``responses`` in ``batches.json``) are priced
+  at half (``batch_response_ids``; evaluate's ``_costs``), prompt-cache reads and writes as the
+  API bills them. ``max_cost_usd`` admits examples as in a live run (each in flight reserves
+  the dearest finished one's cost, the dry-run estimate before any has finished): an example
+  past the budget never opens a lane, so its requests are never submitted (exit 4, resumable).
+- **Progress**: a line per round (``batch round 4: 312 requests, 1 batch``), and the round's
+  state while it is processed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import json
 import re
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from react_bench import rundir
 from react_bench.errors import ConfigError
-from react_bench.models.base import BatchClient, ModelRequest
+from react_bench.events import StreamEvent
+from react_bench.models.base import BatchClient, ModelClient, ModelError, ModelLayer, ModelRequest, stream_response
 from react_bench.models.cache import CachedModel, write_entry
+from react_bench.models.collector import response_to_events
 from react_bench.models.stack import ModelStack
-from react_bench.modes import Solver
-from react_bench.types import response_to_dict
+from react_bench.types import ModelResponse, response_to_dict
 
 BATCHES = "batches.json"
 _CACHE_KEY = re.compile(r"[0-9a-f]{16,128}")  # a request cache key (its file's name): what a custom_id is
-MAX_PER_BATCH = 10_000  # the API takes up to 100,000 requests (256 MB) in one batch
+MAX_PER_BATCH = 100_000  # the API's limits on one batch: requests, and bytes of the request body
+MAX_BATCH_BYTES = 256 * 1024 * 1024
+MAX_BATCH_TRIES = 2  # rounds a request may fail in before it is sent live
+BATCH_LANES = 2048  # episodes at once under batch=true (more wait for a lane; each holds an environment)
+CREATE_TRIES = 5  # a batch the API could not take for a passing reason (429, 5xx, the network): tried again
+SETTLE_S = 0.05  # the queue must stop growing this long before a round goes
 
 
 def batch_client(stack: ModelStack) -> tuple[CachedModel, BatchClient]:
     """The run's request cache and its provider's batch API (both are needed)."""
     cache, client = stack.cache, stack.client
     if not isinstance(cache, CachedModel) or not isinstance(client, BatchClient):
-        raise ConfigError("batch=true needs a Claude model (model=claude-*) and the request cache (cache=true)")
+        raise ConfigError(
+            "batch=true needs a model whose API takes batches (model=claude-*) and the request cache (cache=true)"
+        )
     return cache, client
 
 
@@ -53,65 +82,315 @@ def batch_response_ids(run_dir: Path) -> set[str]:
     return {i for b in load_state(run_dir)["batches"] for i in b.get("responses", [])}
 
 
-async def prefetch(
-    stack: ModelStack, solver: Solver, questions: list[str], run_dir: Path, out: TextIO, poll_s: float = 30.0
-) -> dict[str, int]:
-    """Submit what the cache lacks, collect every batch of this run into the cache."""
-    cache, client = batch_client(stack)
-    state = load_state(run_dir)
-    pending_ids = {cid for b in state["batches"] if not b.get("collected") for cid in b["requests"]}
-    todo: dict[str, ModelRequest] = {}
-    for question in questions:
-        for request in solver.single_call_requests(question):
-            custom_id = cache.path(request).stem
-            if custom_id not in pending_ids and not cache.path(request).exists():
-                todo[custom_id] = request
-    items = list(todo.items())
-    for start in range(0, len(items), MAX_PER_BATCH):
-        chunk = items[start : start + MAX_PER_BATCH]
-        batch_id = await client.batch_create(chunk)
-        stops = {cid: client.plan(r).client_stops for cid, r in chunk}
-        state["batches"].append({"id": batch_id, "requests": {cid: list(stops[cid]) for cid, _ in chunk}})
-        rundir.write_json(run_dir / BATCHES, state)  # before anything else: a crash now loses no batch
-    paths = {cid: cache.path(r) for cid, r in todo.items()}
-    totals = {"submitted": len(items), "succeeded": 0, "errored": 0}
-    for batch in state["batches"]:
-        if batch.get("collected"):
-            continue
-        await _wait(client, batch["id"], out, poll_s)
-        stops = {cid: tuple(s) for cid, s in batch["requests"].items()}
-        results = await client.batch_results(batch["id"], stops)
-        batch["responses"] = []
-        for custom_id, result in results.items():
-            if custom_id not in stops or not _CACHE_KEY.fullmatch(custom_id):
-                # an id this run did not send (a server's, or a received batches.json's): never a path
-                totals["ignored"] = totals.get("ignored", 0) + 1
+@dataclass
+class _Lane:
+    """One episode of the run (an example's attempt); ``waiting``: its requests in a round."""
+
+    waiting: int = 0
+
+
+_LANE: contextvars.ContextVar[_Lane | None] = contextvars.ContextVar("react_bench_batch_lane", default=None)
+
+
+@dataclass
+class _Waiting:
+    request: ModelRequest
+    futures: list[asyncio.Future[ModelResponse]] = field(default_factory=list)
+    tries: int = 0
+
+
+@dataclass
+class RoundBatcher(ModelLayer):
+    """The layer (module docstring); a request's ``custom_id`` is its key in ``cache``."""
+
+    inner: ModelClient  # live calls (a request that failed in MAX_BATCH_TRIES rounds)
+    client: BatchClient
+    cache: CachedModel
+    run_dir: Path
+    out: TextIO
+    poll_s: float = 30.0
+    batched: set[str] = field(default_factory=set)  # ids of the responses the batches gave
+    rounds: int = 0
+    _lanes: set[int] = field(default_factory=set)
+    _open: dict[int, _Lane] = field(default_factory=dict)
+    _queue: dict[str, _Waiting] = field(default_factory=dict)
+    _pending: dict[str, asyncio.Future[ModelResponse]] = field(default_factory=dict)  # old batches' requests
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _driver: asyncio.Task[None] | None = None
+    _collectors: list[asyncio.Task[None]] = field(default_factory=list)
+    _state: dict[str, Any] = field(default_factory=dict)
+
+    # --- the run's side -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Collect the batches a killed run left uncollected; start the round driver."""
+        self._state = load_state(self.run_dir)
+        self.batched |= {i for b in self._state["batches"] for i in b.get("responses", [])}
+        loop = asyncio.get_running_loop()
+        for batch in self._state["batches"]:
+            if batch.get("collected"):
                 continue
-            if isinstance(result, str):
-                totals["errored"] += 1  # left to the run, which calls the model for it
-                continue
-            path = paths.get(custom_id) or cache.directory / custom_id[:2] / f"{custom_id}.json"
-            write_entry(path, response_to_dict(result))
-            batch["responses"].append(result.id)
-            totals["succeeded"] += 1
-        batch["collected"] = True
-        rundir.write_json(run_dir / BATCHES, state)
-    return totals
+            for cid in batch["requests"]:
+                self._pending[cid] = loop.create_future()
+            self._collectors.append(asyncio.create_task(self._collect_old(batch)))
+        self._driver = asyncio.create_task(self._drive())
 
+    def stop(self) -> None:
+        for task in [self._driver, *self._collectors]:
+            if task is not None and not task.done():
+                task.cancel()
 
-async def _wait(client: Any, batch_id: str, out: TextIO, poll_s: float) -> None:
-    from tqdm import tqdm
+    @contextlib.contextmanager
+    def lane(self) -> Iterator[None]:
+        """The scope of one episode: a round waits for every open lane to be waiting on it."""
+        lane = _Lane()
+        self._open[id(lane)] = lane
+        token = _LANE.set(lane)
+        try:
+            yield
+        finally:
+            _LANE.reset(token)
+            del self._open[id(lane)]
+            self._wake.set()
 
-    bar = tqdm(desc=f"batch {batch_id}", unit="req", file=out, dynamic_ncols=True)
-    try:
+    # --- the model layer ------------------------------------------------------------------------
+
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        lane = _LANE.get()
+        if lane is None:  # outside an episode (a probe): live
+            async for item in stream_response(self.inner, request):
+                yield item
+            return
+        cid = self.cache.path(request).stem
+        lane.waiting += 1
+        try:
+            response = None
+            old = self._pending.get(cid)
+            if old is not None:  # in a batch a killed run submitted: its answer, once collected
+                with contextlib.suppress(_Retry):
+                    response = await asyncio.shield(old)
+            if response is None:
+                future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+                self._queue.setdefault(cid, _Waiting(request)).futures.append(future)
+                self._wake.set()
+                response = await future
+        finally:
+            lane.waiting -= 1
+        for event in response_to_events(response):
+            yield event
+        yield response
+
+    # --- rounds ---------------------------------------------------------------------------------
+
+    def _ready(self) -> bool:
+        """Every open lane waits on the model, and something is queued for the round."""
+        return bool(self._queue) and all(lane.waiting > 0 for lane in self._open.values())
+
+    async def _drive(self) -> None:
         while True:
-            ended, counts = await client.batch_status(batch_id)
-            done = sum(v for k, v in counts.items() if k != "processing")
-            bar.total = done + counts.get("processing", 0)
-            bar.n = done
-            bar.refresh()
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._ready():
+                continue
+            size = len(self._queue)
+            await asyncio.sleep(SETTLE_S)  # samples asked at once are still arriving
+            if not self._ready() or len(self._queue) != size:
+                self._wake.set()
+                continue
+            queue, self._queue = self._queue, {}
+            try:
+                await self._round(queue)
+            except BatchRefused:
+                return  # every episode waiting was told; the run ends
+
+    async def _round(self, queue: dict[str, _Waiting]) -> None:
+        live = {cid: w for cid, w in queue.items() if w.tries >= MAX_BATCH_TRIES}
+        batched = {cid: w for cid, w in queue.items() if cid not in live}
+        for cid, waiting in live.items():
+            asyncio.create_task(self._live(cid, waiting))
+        if not batched:
+            return
+        self.rounds += 1
+        started = time.monotonic()
+        ids: list[dict[str, Any]] = []
+        for chunk in _chunks(list(batched.items()), self.client):
+            batch_id = await self._create(chunk, queue)
+            entry: dict[str, Any] = {
+                "id": batch_id,
+                "round": self.rounds,
+                "requests": {cid: list(self.client.plan(w.request).client_stops) for cid, w in chunk},
+            }
+            self._state["batches"].append(entry)
+            rundir.write_json(self.run_dir / BATCHES, self._state)  # before anything else: a crash loses no batch
+            ids.append(entry)
+        print(
+            f"batch round {self.rounds}: {len(batched)} request(s) in {len(ids)} batch(es) "
+            f"({', '.join(e['id'] for e in ids)})",
+            file=self.out,
+            flush=True,
+        )
+        results = await asyncio.gather(*(self._collect(entry) for entry in ids), return_exceptions=True)
+        failed = 0
+        for entry, result in zip(ids, results, strict=True):
+            answers: dict[str, ModelResponse | str] = (
+                {cid: f"{type(result).__name__}: {result}" for cid in entry["requests"]}  # unread: asked again
+                if isinstance(result, BaseException)
+                else result
+            )
+            for cid, answer in answers.items():
+                found = batched.get(cid)
+                if found is None:
+                    continue
+                waiting = found
+                if isinstance(answer, ModelResponse):
+                    for future in waiting.futures:
+                        if not future.done():
+                            future.set_result(answer)
+                else:  # errored, expired, canceled: the next round (or live, past the limit)
+                    failed += 1
+                    waiting.tries += 1
+                    self._requeue(cid, waiting)
+        print(
+            f"batch round {self.rounds}: answered in {time.monotonic() - started:.1f} s"
+            + (f"; {failed} failed, asked again" if failed else ""),
+            file=self.out,
+            flush=True,
+        )
+
+    async def _create(self, chunk: list[tuple[str, _Waiting]], queue: dict[str, _Waiting]) -> str:
+        """Submit one batch; a refusal ends the run (``BatchRefused`` to every episode waiting)."""
+        for attempt in range(CREATE_TRIES):
+            try:
+                return await self.client.batch_create([(cid, w.request) for cid, w in chunk])
+            except ModelError as exc:
+                if not exc.retryable or attempt == CREATE_TRIES - 1:
+                    refused = BatchRefused(exc, first=not any(b.get("collected") for b in self._state["batches"]))
+                    for waiting in queue.values():
+                        for future in waiting.futures:
+                            if not future.done():
+                                future.set_exception(refused)
+                    raise refused from None
+                await asyncio.sleep(min(2.0**attempt, 30.0))
+        raise AssertionError("unreachable")
+
+    def _requeue(self, cid: str, waiting: _Waiting) -> None:
+        queued = self._queue.setdefault(cid, _Waiting(waiting.request, tries=waiting.tries))
+        queued.futures += waiting.futures
+        queued.tries = max(queued.tries, waiting.tries)
+        self._wake.set()
+
+    async def _live(self, cid: str, waiting: _Waiting) -> None:
+        try:
+            items = [item async for item in stream_response(self.inner, waiting.request)]
+        except Exception as exc:  # noqa: BLE001 - handed to the episode, as a live call's failure is
+            for future in waiting.futures:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        response = items[-1]
+        assert isinstance(response, ModelResponse)
+        for future in waiting.futures:
+            if not future.done():
+                future.set_result(response)
+
+    async def _collect(self, entry: dict[str, Any]) -> dict[str, ModelResponse | str]:
+        """Wait for a batch to end, then take its results: each answer into the request cache and
+        into ``batches.json``'s ``responses`` (priced at half), the entry marked collected."""
+        await self._wait(entry)
+        stops = {cid: tuple(s) for cid, s in entry["requests"].items()}
+        results = await self.client.batch_results(entry["id"], stops)
+        kept: dict[str, ModelResponse | str] = {}
+        entry["responses"] = []
+        for cid, result in results.items():
+            if cid not in stops or not _CACHE_KEY.fullmatch(cid):
+                continue  # an id this run did not send (a server's, or a received batches.json's): never a path
+            kept[cid] = result
+            if isinstance(result, ModelResponse):
+                write_entry(self.cache.directory / cid[:2] / f"{cid}.json", response_to_dict(result))
+                entry["responses"].append(result.id)
+                self.batched.add(result.id)
+        for cid in stops:  # asked for and not in the results: the API lost it; asked again
+            kept.setdefault(cid, "batch result missing")
+        entry["collected"] = True
+        rundir.write_json(self.run_dir / BATCHES, self._state)
+        return kept
+
+    async def _collect_old(self, entry: dict[str, Any]) -> None:
+        """A batch a killed run submitted: collected by its id; its requests are answered when
+        the resumed episodes ask them again, a failed one goes into a round like any other."""
+        try:
+            results = await self._collect(entry)
+        except ModelError as exc:
+            results = {cid: f"{type(exc).__name__}: {exc}" for cid in entry["requests"]}
+        for cid, result in results.items():
+            future = self._pending.pop(cid, None)
+            if future is None or future.done():
+                continue
+            if isinstance(result, ModelResponse):
+                future.set_result(result)
+            else:
+                future.set_exception(_Retry(cid))
+
+    async def _wait(self, entry: dict[str, Any]) -> None:
+        started = time.monotonic()
+        while True:
+            ended, counts = await self.client.batch_status(entry["id"])
             if ended:
                 return
-            await asyncio.sleep(poll_s)
-    finally:
-        bar.close()
+            if self.poll_s >= 10:  # a line a poll where polls are minutes apart (tests poll in ms)
+                minutes = (time.monotonic() - started) / 60
+                print(
+                    f"batch round {entry.get('round', '?')}: {counts.get('processing', 0)} waiting, "
+                    f"batch in progress {minutes:.0f} min",
+                    file=self.out,
+                    flush=True,
+                )
+            await asyncio.sleep(self.poll_s)
+
+
+class BatchRefused(ConfigError):
+    """The Batches API would not take a batch: the run ends in one line (not an episode's model
+    failure, which a ``ModelError`` would be: no example is scored on it)."""
+
+    def __init__(self, exc: ModelError, first: bool) -> None:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        kept = "no example was run" if first else "the examples finished so far are kept"
+        super().__init__(
+            f"batch=true: the Message Batches API failed ({reason}); {kept}. Resume to try the batches again, "
+            "or run without batch=true for live calls"
+        )
+
+
+class _Retry(Exception):
+    """An old batch's request that failed: asked again in a round."""
+
+    def __init__(self, cid: str) -> None:
+        super().__init__(cid)
+        self.cid = cid
+
+
+def _copy(done: asyncio.Future[ModelResponse], future: asyncio.Future[ModelResponse]) -> None:
+    if future.done():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif done.exception() is not None:
+        future.set_exception(done.exception())  # type: ignore[arg-type]
+    else:
+        future.set_result(done.result())
+
+
+def _chunks(items: list[tuple[str, _Waiting]], client: Any) -> Iterator[list[tuple[str, _Waiting]]]:
+    """The round's requests in batches within the API's limits on count and bytes."""
+    chunk: list[tuple[str, _Waiting]] = []
+    size = 0
+    for cid, waiting in items:
+        params = client.batch_params(waiting.request) if hasattr(client, "batch_params") else {}
+        body = len(json.dumps({"custom_id": cid, "params": params}, default=str)) + 2
+        if chunk and (len(chunk) >= MAX_PER_BATCH or size + body > MAX_BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((cid, waiting))
+        size += body
+    if chunk:
+        yield chunk

@@ -43,7 +43,7 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, StepStarted, TrialStarted
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
-from react_bench.models.base import ModelClient, ModelError, endpoint_host, operational
+from react_bench.models.base import ModelClient, endpoint_host, operational
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, attempt_key, cassette_line
 from react_bench.models.stack import route_of
@@ -205,11 +205,6 @@ class Run:
             from react_bench.batch import batch_client
 
             batch_client(stack)  # a clear error before anything is written
-            if MODE_SPECS[cfg.solve.mode].first not in ("standard", "cot", "cot_sc"):
-                raise ConfigError(
-                    f"batch=true is for the single-call modes (standard, cot, cot_sc, cot_sc_react), "
-                    f"not mode={cfg.solve.mode}"
-                )
         return run
 
     async def aclose(self) -> None:
@@ -344,7 +339,10 @@ class Run:
                 "every API's rate limits; model.requests_per_minute paces the calls)",
                 file=out,
             )
-        concurrency = min(max(concurrency, executor.capacity), MAX_CONCURRENCY)  # Ray: every worker busy
+        if isinstance(executor, BatchExecutor):  # batch rounds: every example at once (up to BATCH_LANES)
+            concurrency = executor.capacity
+        else:
+            concurrency = min(max(concurrency, executor.capacity), MAX_CONCURRENCY)  # Ray: every worker busy
 
         semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
@@ -366,7 +364,8 @@ class Run:
         finished = 0
         from react_bench.batch import batch_response_ids
 
-        batched = batch_response_ids(run_dir)
+        # the ids of the responses from this run's batches (half price); batch rounds add theirs as they come
+        batched = executor.batcher.batched if isinstance(executor, BatchExecutor) else batch_response_ids(run_dir)
 
         async def one(example: Example) -> None:
             nonlocal finished
@@ -471,33 +470,38 @@ class LocalExecutor:
 
 @dataclass
 class BatchExecutor(LocalExecutor):
-    """``batch=true``: before the episodes, the single-call requests of the examples go through
-    the Message Batches API into the request cache (``batch.py``); the episodes then run in this
-    process, served from the cache where a batch answered."""
+    """``batch=true``: every request through the Message Batches API in rounds (``batch.py``): the
+    round layer goes beneath the request cache, and the examples all run at once (up to
+    ``BATCH_LANES``), each a lane that a round waits for."""
 
     run: Run | None = None
+    batcher: Any = None  # the RoundBatcher, once prepared
 
     async def prepare(self, todo: list[Example]) -> None:
-        from react_bench.batch import prefetch
+        from react_bench.batch import BATCH_LANES, RoundBatcher, batch_client
 
         run = self.run
         if run is None or not todo:
             return
-        try:
-            totals = await prefetch(
-                run.stack, self.solver, [e.question for e in todo], run.run_dir, run.out, poll_s=run.cfg.batch_poll_s
-            )
-        except ModelError as exc:  # the Batches API refused or failed: said in one line, no example run
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ConfigError(
-                f"batch=true: the Message Batches API failed ({first}); no example was run. Resume to try the "
-                f"batches again, or run without batch=true for live calls"
-            ) from None
-        print(
-            f"batch: {totals['submitted']} request(s) submitted, {totals['succeeded']} answered, "
-            f"{totals['errored']} left to live calls",
-            file=run.out,
+        cache, client = batch_client(run.stack)
+        self.batcher = RoundBatcher(
+            inner=cache.inner, client=client, cache=cache, run_dir=run.run_dir, out=run.out, poll_s=run.cfg.batch_poll_s
         )
+        cache.inner = self.batcher
+        self.solver.first_sample_alone = False  # CoT-SC's samples: all in one round
+        self.capacity = max(1, min(len(todo), BATCH_LANES))
+        self.batcher.start()
+
+    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
+        if self.batcher is None:
+            return await solve_example(self.solver, example, sink)
+        with self.batcher.lane():
+            return await solve_example(self.solver, example, sink)
+
+    def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.stop()
+            self.batcher.cache.inner = self.batcher.inner  # the stack as it was (a notebook's next run)
 
 
 def _fan_out(sinks: list[EventSink], example_id: str, event: AgentEvent) -> None:
@@ -538,18 +542,33 @@ def stop_reason_counts(calls: list[Any]) -> dict[str, int]:
     return dict(out)
 
 
-def _costs(model: str, calls: list[Any], cached: set[str], batched: set[str]) -> tuple[float | None, float | None]:
+def _costs(model: str, calls: list[Any], cached: Counter[str], batched: set[str]) -> tuple[float | None, float | None]:
     """(spent, saved) by the example's calls in this run, in USD; (None, None) for a model with
-    no price, never a silent 0. *Spent*: the calls that reached the API, a response of this run's
-    batch at the Batches API's half price. *Saved*: the responses served from the request cache
-    (paid for by an earlier run), priced as they would have been."""
+    no price, never a silent 0. ``cached``: how often the request cache served each response.
+    *Spent*: the calls that reached the API; a response of this run's batches at the Batches
+    API's half price, once (whether the episode got it from the round or, resumed, from the
+    request cache the round wrote). *Saved*: the rest the request cache served (paid for by an
+    earlier run, or earlier in this example: the same request asked again), priced as they would
+    have been."""
     if cost_usd(model, Usage()) is None:
         return None, None
+    live: list[Usage] = []
+    paid: list[Usage] = []  # from this run's batches
+    saved_usage: list[Usage] = []
     responses = [c for c in calls if isinstance(c, ModelResponse)]
-    live = calls_cost_usd(model, [c.usage for c in responses if c.id not in cached])
-    batch = calls_cost_usd(model, [c.usage for c in responses if c.id in cached and c.id in batched])
-    saved = calls_cost_usd(model, [c.usage for c in responses if c.id in cached and c.id not in batched])
-    spent = None if live is None or batch is None else live + 0.5 * batch
+    uses = Counter(c.id for c in responses)
+    seen: Counter[str] = Counter()
+    for call in responses:
+        seen[call.id] += 1
+        if call.id in batched:
+            (paid if seen[call.id] == 1 else saved_usage).append(call.usage)
+        elif seen[call.id] > uses[call.id] - cached[call.id]:  # the uses the cache served come after the first
+            saved_usage.append(call.usage)
+        else:
+            live.append(call.usage)
+    live_cost, batch_cost = calls_cost_usd(model, live), calls_cost_usd(model, paid)
+    spent = None if live_cost is None or batch_cost is None else live_cost + 0.5 * batch_cost
+    saved = calls_cost_usd(model, saved_usage)
     return spent, saved
 
 

@@ -25,15 +25,19 @@ Decisions written down:
 - Parts without actions (standard, cot, cot_sc) send the text protocol under both runners:
   the runner only changes how actions are taken.
 - Votes: empty answers do not vote; ties go to the answer seen first; the answer reported
-  is the first raw sample of the winning group. Samples run one after another (so replay
-  serves them in order) and every sample is kept, so accuracy at k = 1..n can be computed
-  from one pool (the paper's Figure 2). Each sample has its own ``sample_index`` (cache key).
+  is the first raw sample of the winning group. Samples are sent at once (the first alone
+  before them where the prompt cache is worth warming; batch rounds: all in one round); the
+  recorder keeps each call's place in the order it was asked, which is the order a replay
+  serves, and events are told in sample order. Every sample is kept, so accuracy at k = 1..n
+  can be computed from one pool (the paper's Figure 2). Each sample has its own
+  ``sample_index`` (cache key).
 - ReAct -> CoT-SC backs off when the episode hit the cap or finished with an empty answer,
   never after a model error. (``on_limit=backoff`` on the command line is this mode.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -275,6 +279,9 @@ class Solver:
         self.grade = grade  # mode=reflexion: the task's score (the oracle's verdict, each trial's `correct`)
         self.judge = judge if judge is not None else model  # reflexion.evaluator=judge
         self.trial_log: TrialLog | None = None  # mode=reflexion in a run: its trials.jsonl (evaluate sets it)
+        # CoT-SC: the first sample alone, then the others at once, so that they read the prompt
+        # cache the first one wrote; batch rounds send all of them in one round (False)
+        self.first_sample_alone = True
 
     async def solve(self, example: Example | str, on_event: EventSink | None = None) -> Outcome:
         example = _as_example(example)
@@ -304,21 +311,6 @@ class Solver:
                 case _:
                     assert_never(part)
         return requests
-
-    def single_call_requests(self, question: str) -> list[ModelRequest]:
-        """The requests of the mode's first part when it is made of single calls (Standard,
-        CoT, every CoT-SC sample), built exactly as the run sends them: what a batch executor
-        can submit ahead of the run. Empty for modes that act."""
-        match self.spec.first:
-            case "standard" | "cot":
-                return [self._answer_policy(question, self.spec.first, self._sampling()).first_request()]
-            case "cot_sc":
-                n = self.settings.cot_sc_samples
-                return [self._answer_policy(question, "cot", self._sampling(k)).first_request() for k in range(n)]
-            case "act" | "react":
-                return []
-            case _:
-                assert_never(self.spec.first)
 
     async def _part(self, part: Part, example: Example, on_event: EventSink | None) -> Outcome:
         match part:
@@ -429,9 +421,22 @@ class Solver:
         return _outcome(result, style, policy.stats, question)  # no environment: the question is what it saw
 
     async def _cot_sc(self, question: str, on_event: EventSink | None) -> Outcome:
-        samples: list[Outcome] = []
-        for k in range(self.settings.cot_sc_samples):
-            samples.append(await self._one_call(question, "cot", on_event, self._sampling(k)))
+        """The samples are independent calls: sent at once (after the first, where it goes alone:
+        ``first_sample_alone``), their events told in sample order once all are back, so a
+        printed trajectory reads sample by sample. The rate limiter paces them like any calls."""
+        n = self.settings.cot_sc_samples
+        head = 1 if self.first_sample_alone else 0
+        samples = [await self._one_call(question, "cot", on_event, self._sampling(k)) for k in range(head)]
+        told: list[list[AgentEvent]] = [[] for _ in range(head, n)]
+        samples += await asyncio.gather(
+            *(
+                self._one_call(question, "cot", None if on_event is None else told[i].append, self._sampling(k))
+                for i, k in enumerate(range(head, n))
+            )
+        )
+        if on_event is not None:
+            for event in (e for events in told for e in events):
+                on_event(event)
         answers = [s.prediction for s in samples]
         vote = majority_vote(answers)
         errors = [s.error for s in samples if s.error]

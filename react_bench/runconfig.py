@@ -108,7 +108,7 @@ class RunConfig:
     show: Show = default("show")  # summary | trajectories | none (console.py)
     dry_run: bool = default("dry_run")  # no model call: the first request and the run's estimate (estimate.py)
     max_cost_usd: float | None = default("max_cost_usd")  # a budget: no example starts once it would be passed
-    batch: bool = default("batch")  # single-call modes through the Message Batches API (batch.py)
+    batch: bool = default("batch")  # every request through the Message Batches API, in rounds (batch.py)
     batch_poll_s: float = float(default("batch_poll_s"))
     request_cache: CacheMode = "on" if default("cache") is True else "off"  # `cache`: true | false | refresh
     executor: Executor = default("executor")  # local: this process | ray: the episodes on a Ray cluster

@@ -152,9 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
         "true: no model call; the first request (dry_run_request.json) and the estimated tokens and cost",
     ),
     Setting("max_cost_usd", None, "a budget in USD: no example starts once spend + in-flight estimates would pass it"),
-    Setting(
-        "batch", False, "true: single-call modes (standard, cot, cot_sc) through the Message Batches API, half price"
-    ),
+    Setting("batch", False, "true: every model request through the Message Batches API in rounds, half price"),
     Setting("batch_poll_s", 30, "seconds between polls of a batch"),
     Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, overwrite"),
     Setting(

@@ -193,26 +193,3 @@ async def test_batch_submits_the_single_calls_and_the_run_is_served_from_it(tmp_
     assert result.metrics["cost_usd"]["total"] == pytest.approx(direct.metrics["cost_usd"]["total"] / 2)
     state = json.loads((result.run_dir / "batches.json").read_text())
     assert state["batches"][0]["collected"] and len(state["batches"][0]["responses"]) == 4
-
-
-async def test_batch_resumes_after_a_crash_between_submit_and_results(tmp_path, key, monkeypatch):
-    import react_bench.batch as batch_module
-
-    golds = gold_answers(4)
-    real_wait = batch_module._wait
-
-    async def crash(*args, **kwargs):
-        raise KeyboardInterrupt  # the process dies while the batch is processing
-
-    with MessagesServer(responder=standard_oracle(golds), fault_rate=0.0) as server:
-        monkeypatch.setattr(batch_module, "_wait", crash)
-        with pytest.raises(KeyboardInterrupt):
-            await evaluate(batch_config(server, tmp_path, "c"), out=io.StringIO())
-        run_dir = next(tmp_path.rglob("batches.json")).parent
-        assert not (run_dir / "examples.jsonl").exists() and len(server.batches) == 1
-        monkeypatch.setattr(batch_module, "_wait", real_wait)
-        server.fault_rate = 0.5  # some results of a batch can fail: those examples call live
-        result = await evaluate(batch_config(server, tmp_path, "c", resume=True), out=io.StringIO())
-        assert len(server.batches) == 1  # collected by its id, not submitted again
-    finished = records(result.run_dir)
-    assert len(finished) == 4 and result.metrics["em"]["mean"] == 1.0

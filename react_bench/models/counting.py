@@ -10,6 +10,7 @@ served are kept beside the counts (``served_from_cache``): they are not paid aga
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,7 +28,7 @@ class Counts:
     cache_hits: int = 0  # responses served from the request cache (models.cache)
     cache_misses: int = 0
     cache_write_failures: int = 0  # responses used but not stored
-    cached_ids: set[str] = field(default_factory=set)  # the ids of the responses the cache served
+    cached_ids: Counter[str] = field(default_factory=Counter)  # response id -> times the cache served it
 
     def add(self, name: CountName, k: int = 1) -> None:
         setattr(self, name, getattr(self, name) + k)
@@ -56,4 +57,4 @@ def count(name: CountName, k: int = 1) -> None:
 def served_from_cache(response_id: str) -> None:
     counts = _COUNTS.get()
     if counts is not None:
-        counts.cached_ids.add(response_id)
+        counts.cached_ids[response_id] += 1

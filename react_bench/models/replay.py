@@ -108,16 +108,35 @@ class RecordingModel(ModelLayer):
         return getattr(self.inner, attr)
 
     async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        # The call's place is taken when it starts: calls of one example made at once (CoT-SC's
+        # samples) are recorded in the order they were asked, which is the order a replay serves.
         calls = _CALLS.get()
+        slot = RecordedFailure("in flight")
+        if calls is not None:
+            calls.append(slot)
         try:
             async for item in stream_response(self.inner, request):
                 if isinstance(item, ModelResponse) and calls is not None:
-                    calls.append(item)  # before it is handed on: the caller may stop reading there
+                    _fill(calls, slot, item)  # before it is handed on: the caller may stop reading there
                 yield item
         except Exception as exc:
             if calls is not None:
-                calls.append(RecordedFailure(f"{type(exc).__name__}: {exc}"))
+                _fill(calls, slot, RecordedFailure(f"{type(exc).__name__}: {exc}"))
             raise
+        finally:
+            if calls is not None and any(c is slot for c in calls):  # cancelled, or closed before a response
+                del calls[_index(calls, slot)]
+
+
+def _index(calls: list[Recorded], slot: Recorded) -> int:
+    return next(i for i, c in enumerate(calls) if c is slot)
+
+
+def _fill(calls: list[Recorded], slot: Recorded, recorded: Recorded) -> None:
+    if any(c is slot for c in calls):
+        calls[_index(calls, slot)] = recorded
+    else:  # the example's list was reset meanwhile (Reflexion puts logged trials back first)
+        calls.append(recorded)
 
 
 def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Recorded]]]:

@@ -112,14 +112,19 @@ _CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 @dataclass
 class Batch:
+    """A Message Batch: it ends once it has been retrieved ``polls_until_ended`` times and
+    ``latency_s`` has passed since it was created (the API's processing time)."""
+
     id: str
     results: list[dict[str, Any]]
     polls_until_ended: int
     polls: int = 0
+    latency_s: float = 0.0
+    created: float = field(default_factory=time.monotonic)
 
     @property
     def ended(self) -> bool:
-        return self.polls >= self.polls_until_ended
+        return self.polls >= self.polls_until_ended and time.monotonic() - self.created >= self.latency_s
 
     def view(self, base_url: str) -> dict[str, Any]:
         kinds = [r["result"]["type"] for r in self.results]
@@ -370,9 +375,12 @@ class MessagesServer:
         self.fault_rate = fault_rate
         self._fault_rng = random.Random(fault_seed)
         self.faults: Counter[str] = Counter()
-        # Message Batches: created at once, "ended" after ``batch_polls`` retrievals
+        # Message Batches: created at once, "ended" after ``batch_polls`` retrievals and
+        # ``batch_latency_s`` seconds (each batch's processing time)
         self.batches: dict[str, Batch] = {}
         self.batch_polls = 2
+        self.batch_latency_s = 0.0
+        self.batch_expire = 0  # the next this many batch requests end "expired" (not processed in 24 h)
         self.refuse_batches: ApiError | None = None  # an account or endpoint without batches answers this
         self.chunk, self.json_chunk = chunk, json_chunk
         self.cache = CacheSimulator(min_cache_tokens)
@@ -444,6 +452,11 @@ class MessagesServer:
         responder, with fault injection), a fault becoming an ``errored`` result."""
         results = []
         for request in requests:
+            with self._lock:
+                expire, self.batch_expire = self.batch_expire > 0, max(self.batch_expire - 1, 0)
+            if expire:  # the API bills nothing for it and gives no message
+                results.append({"custom_id": request["custom_id"], "result": {"type": "expired"}})
+                continue
             spec = self._next_spec(request["params"])
             with self._lock:
                 self._count += 1
@@ -461,7 +474,9 @@ class MessagesServer:
                 result = {"type": "errored", "error": _invalid("no response left for this request").body()}
             results.append({"custom_id": request["custom_id"], "result": result})
         with self._lock:
-            batch = Batch(f"msgbatch_local_{len(self.batches) + 1:04d}", results, self.batch_polls)
+            batch = Batch(
+                f"msgbatch_local_{len(self.batches) + 1:04d}", results, self.batch_polls, latency_s=self.batch_latency_s
+            )
             self.batches[batch.id] = batch
         return batch
 

@@ -140,6 +140,17 @@ def question_of(body: Mapping[str, Any]) -> str:
     return after_label(_wire_text(body["messages"][question_message(body)]["content"])) or ""
 
 
+def asks_a_step(body: Mapping[str, Any]) -> bool:
+    """Whether a Messages request is an agent's turn (tools, or the text protocol's numbered
+    step), rather than a single call (Standard, CoT, a reflection)."""
+    if body.get("tools"):
+        return True
+    last = body["messages"][-1]
+    if last["role"] == "assistant":
+        return _PREFILL_STEP.search(_wire_text(last["content"])) is not None
+    return _CHAT_STEP.search(_wire_text(body["messages"][0]["content"])) is not None
+
+
 @dataclass(frozen=True)
 class WalkResponder:
     """The walk as a ``MessagesServer`` responder: reads the request body only."""
