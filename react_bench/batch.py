@@ -7,8 +7,9 @@ beneath the request cache (``BatchExecutor`` in evaluate.py puts it there):
 - **Rounds.** All of a run's episodes run at once (each a *lane*). A request waits in the round's
   queue; when every open lane is waiting on the model, and the queue has stopped growing for
   ``SETTLE_S`` (CoT-SC's samples, asked at once, arrive over a few turns of the event loop),
-  the queue is submitted as one round: one batch, split where the API's limits require
-  (``MAX_PER_BATCH`` requests, ``MAX_BATCH_BYTES`` bytes), polled every ``batch_poll_s``, and
+  the queue is submitted as one round: one batch, split where the API's limits require (the
+  client's ``batch_limits``: Anthropic 100,000 requests or 256 MB, OpenAI 50,000 or 200 MB, and
+  OpenAI's one endpoint a batch), polled every ``batch_poll_s``, and
   each result is handed to its episode, which steps its environment and asks again. A run
   takes as many rounds as its longest episode makes calls (plus one where a result failed).
 - **The same trajectories as live**: a request's ``custom_id`` is its request-cache key, each
@@ -26,8 +27,9 @@ beneath the request cache (``BatchExecutor`` in evaluate.py puts it there):
   API bills them. ``max_cost_usd`` admits examples as in a live run (each in flight reserves
   the dearest finished one's cost, the dry-run estimate before any has finished): an example
   past the budget never opens a lane, so its requests are never submitted (exit 4, resumable).
-- **Progress**: a line per round (``batch round 4: 312 requests, 1 batch``), and the round's
-  state while it is processed.
+- **Progress**: lines above the progress bar: each round as it goes and comes back
+  (``batch round 4/8: 312 request(s) in 1 batch(es)``; 8: the most rounds the run can take),
+  and at each poll of a long one ``batch round 4/8: 312 waiting, batch in progress 3 min``.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ import contextvars
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from react_bench import rundir
 from react_bench.errors import ConfigError
@@ -54,7 +56,7 @@ from react_bench.types import ModelResponse, response_to_dict
 
 BATCHES = "batches.json"
 _CACHE_KEY = re.compile(r"[0-9a-f]{16,128}")  # a request cache key (its file's name): what a custom_id is
-MAX_PER_BATCH = 100_000  # the API's limits on one batch: requests, and bytes of the request body
+MAX_PER_BATCH = 100_000  # a batch's limits where the client states none: requests, bytes of the body
 MAX_BATCH_BYTES = 256 * 1024 * 1024
 MAX_BATCH_TRIES = 2  # rounds a request may fail in before it is sent live
 BATCH_LANES = 2048  # episodes at once under batch=true (more wait for a lane; each holds an environment)
@@ -67,7 +69,8 @@ def batch_client(stack: ModelStack) -> tuple[CachedModel, BatchClient]:
     cache, client = stack.cache, stack.client
     if not isinstance(cache, CachedModel) or not isinstance(client, BatchClient):
         raise ConfigError(
-            "batch=true needs a model whose API takes batches (model=claude-*) and the request cache (cache=true)"
+            "batch=true needs a model whose API takes batches (model=claude-*, or model=openai on a server with "
+            "/v1/batches) and the request cache (cache=true)"
         )
     return cache, client
 
@@ -111,6 +114,8 @@ class RoundBatcher(ModelLayer):
     poll_s: float = 30.0
     batched: set[str] = field(default_factory=set)  # ids of the responses the batches gave
     rounds: int = 0
+    most: int = 0  # the most rounds the run can take (estimate.rounds), for "round 4/8"
+    say: Callable[[str], None] | None = None  # the progress bar's line writer, once there is one
     _lanes: set[int] = field(default_factory=set)
     _open: dict[int, _Lane] = field(default_factory=dict)
     _queue: dict[str, _Waiting] = field(default_factory=dict)
@@ -218,20 +223,20 @@ class RoundBatcher(ModelLayer):
             entry: dict[str, Any] = {
                 "id": batch_id,
                 "round": self.rounds,
-                "requests": {cid: list(self.client.plan(w.request).client_stops) for cid, w in chunk},
+                "requests": {cid: list(self.client.batch_stops(w.request)) for cid, w in chunk},
             }
             self._state["batches"].append(entry)
             rundir.write_json(self.run_dir / BATCHES, self._state)  # before anything else: a crash loses no batch
             ids.append(entry)
-        print(
-            f"batch round {self.rounds}: {len(batched)} request(s) in {len(ids)} batch(es) "
-            f"({', '.join(e['id'] for e in ids)})",
-            file=self.out,
-            flush=True,
+        self._say(
+            f"batch round {self._of()}: {len(batched)} request(s) in {len(ids)} batch(es) "
+            f"({', '.join(e['id'] for e in ids)})"
         )
         results = await asyncio.gather(*(self._collect(entry) for entry in ids), return_exceptions=True)
         failed = 0
         for entry, result in zip(ids, results, strict=True):
+            if isinstance(result, ModelError) and not result.retryable:  # the API failed the batch itself
+                self._refuse(BatchRefused(result, first=self.rounds == 1), batched)
             answers: dict[str, ModelResponse | str] = (
                 {cid: f"{type(result).__name__}: {result}" for cid in entry["requests"]}  # unread: asked again
                 if isinstance(result, BaseException)
@@ -250,12 +255,19 @@ class RoundBatcher(ModelLayer):
                     failed += 1
                     waiting.tries += 1
                     self._requeue(cid, waiting)
-        print(
-            f"batch round {self.rounds}: answered in {time.monotonic() - started:.1f} s"
-            + (f"; {failed} failed, asked again" if failed else ""),
-            file=self.out,
-            flush=True,
+        self._say(
+            f"batch round {self._of()}: answered in {time.monotonic() - started:.1f} s"
+            + (f"; {failed} failed, asked again" if failed else "")
         )
+
+    def _of(self) -> str:
+        return f"{self.rounds}/{max(self.most, self.rounds)}" if self.most else str(self.rounds)
+
+    def _say(self, line: str) -> None:
+        if self.say is not None:
+            self.say(line)
+        else:
+            print(line, file=self.out, flush=True)
 
     async def _create(self, chunk: list[tuple[str, _Waiting]], queue: dict[str, _Waiting]) -> str:
         """Submit one batch; a refusal ends the run (``BatchRefused`` to every episode waiting)."""
@@ -264,14 +276,20 @@ class RoundBatcher(ModelLayer):
                 return await self.client.batch_create([(cid, w.request) for cid, w in chunk])
             except ModelError as exc:
                 if not exc.retryable or attempt == CREATE_TRIES - 1:
-                    refused = BatchRefused(exc, first=not any(b.get("collected") for b in self._state["batches"]))
-                    for waiting in queue.values():
-                        for future in waiting.futures:
-                            if not future.done():
-                                future.set_exception(refused)
-                    raise refused from None
+                    self._refuse(
+                        BatchRefused(exc, first=not any(b.get("collected") for b in self._state["batches"])), queue
+                    )
                 await asyncio.sleep(min(2.0**attempt, 30.0))
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _refuse(refused: BatchRefused, queue: dict[str, _Waiting]) -> NoReturn:
+        """The run ends: every episode waiting is told (its task raises; the run says it in one line)."""
+        for waiting in queue.values():
+            for future in waiting.futures:
+                if not future.done():
+                    future.set_exception(refused)
+        raise refused
 
     def _requeue(self, cid: str, waiting: _Waiting) -> None:
         queued = self._queue.setdefault(cid, _Waiting(waiting.request, tries=waiting.tries))
@@ -339,11 +357,9 @@ class RoundBatcher(ModelLayer):
                 return
             if self.poll_s >= 10:  # a line a poll where polls are minutes apart (tests poll in ms)
                 minutes = (time.monotonic() - started) / 60
-                print(
-                    f"batch round {entry.get('round', '?')}: {counts.get('processing', 0)} waiting, "
-                    f"batch in progress {minutes:.0f} min",
-                    file=self.out,
-                    flush=True,
+                self._say(
+                    f"batch round {self._of()}: {counts.get('processing', 0)} waiting, "
+                    f"batch in progress {minutes:.0f} min"
                 )
             await asyncio.sleep(self.poll_s)
 
@@ -381,16 +397,21 @@ def _copy(done: asyncio.Future[ModelResponse], future: asyncio.Future[ModelRespo
 
 
 def _chunks(items: list[tuple[str, _Waiting]], client: Any) -> Iterator[list[tuple[str, _Waiting]]]:
-    """The round's requests in batches within the API's limits on count and bytes."""
-    chunk: list[tuple[str, _Waiting]] = []
-    size = 0
+    """The round's requests in batches within the API's limits on count and bytes, one endpoint
+    a batch where the API asks that (``batch_group``: OpenAI's chat and completions)."""
+    most, most_bytes = getattr(client, "batch_limits", (MAX_PER_BATCH, MAX_BATCH_BYTES))
+    groups: dict[str, list[tuple[str, _Waiting]]] = {}
     for cid, waiting in items:
-        params = client.batch_params(waiting.request) if hasattr(client, "batch_params") else {}
-        body = len(json.dumps({"custom_id": cid, "params": params}, default=str)) + 2
-        if chunk and (len(chunk) >= MAX_PER_BATCH or size + body > MAX_BATCH_BYTES):
+        groups.setdefault(client.batch_group(waiting.request), []).append((cid, waiting))
+    for group in groups.values():
+        chunk: list[tuple[str, _Waiting]] = []
+        size = 0
+        for cid, waiting in group:
+            body = len(json.dumps({"custom_id": cid, "params": client.batch_params(waiting.request)}, default=str)) + 2
+            if chunk and (len(chunk) >= most or size + body > most_bytes):
+                yield chunk
+                chunk, size = [], 0
+            chunk.append((cid, waiting))
+            size += body
+        if chunk:
             yield chunk
-            chunk, size = [], 0
-        chunk.append((cid, waiting))
-        size += body
-    if chunk:
-        yield chunk

@@ -12,6 +12,10 @@ of the mode (through the policies, exactly as the run would), and estimates the 
   previous call's prompt and writes what it adds; an example's first call reads the exemplars
   when an earlier example wrote them and they reach the model's minimum cacheable length.
 
+With ``batch=true`` it also gives the batched price (half, the shared prefix written with the
+1-hour lifetime where the model takes it) and the hours as rounds (``rounds``: the longest an
+example's calls can chain) x ``ASSUMED_ROUND_MINUTES``, beside the live price and hours.
+
 It prints tokens and cost for the whole run and writes the exact first request it would send,
 as the API would receive it, to ``dry_run_request.json`` in the run folder (the wire body for
 Claude models, the provider-neutral request otherwise), with the estimate in ``dry_run.json``.
@@ -34,6 +38,10 @@ from react_bench.results import read_records
 from react_bench.types import Usage
 
 OBSERVATION_TOKENS = 150
+ASSUMED_RPM = 50  # Anthropic's lowest tier, where a model config gives no requests_per_minute
+# batch=true: how long a round is taken to last in the hours a dry run gives (an assumption, said as
+# one: Anthropic says most batches end within an hour, every one within 24)
+ASSUMED_ROUND_MINUTES = 30
 
 
 def wire_request(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
@@ -61,7 +69,11 @@ def _calls(solver: Solver, part: str) -> int:
     return {"standard": 1, "cot": 1, "cot_sc": s.cot_sc_samples}.get(part, s.loop.max_steps)
 
 
-def estimate_example(solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool) -> Estimate:
+def estimate_example(
+    solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool, long_cache: bool = False
+) -> Estimate:
+    """``long_cache``: the prefix every example shares written with the 1-hour lifetime (batch
+    rounds), at its rate."""
     total = Estimate(0, Usage())
     growth = solver.settings.max_tokens + OBSERVATION_TOKENS
     for part, request in zip(solver.spec.parts, solver.probe_requests(question), strict=True):
@@ -74,7 +86,13 @@ def estimate_example(solver: Solver, question: str, *, caching: bool, minimum: i
                 usage = Usage(input_tokens=tokens)
             else:
                 read = previous if previous >= minimum else (shared if exemplars_cached and shared >= minimum else 0)
-                usage = Usage(cache_creation_input_tokens=tokens - read, cache_read_input_tokens=read)
+                # long_cache: the shared prefix (the exemplars) is written for an hour, the rest as ever
+                long = max(0, min(shared, tokens) - read) if long_cache and shared >= minimum else 0
+                usage = Usage(
+                    cache_creation_input_tokens=tokens - read,
+                    cache_read_input_tokens=read,
+                    cache_creation_1h_input_tokens=long,
+                )
             total = total + Estimate(1, usage + Usage(output_tokens=solver.settings.max_tokens))
             previous = tokens
     reflexion = solver.settings.reflexion
@@ -91,6 +109,17 @@ def estimate_example(solver: Solver, question: str, *, caching: bool, minimum: i
     return total
 
 
+def rounds(solver: Solver) -> int:
+    """``batch=true``: the most rounds an example can take, its calls one after another (every
+    episode to its step cap; CoT-SC's samples in one round; a reflection between trials)."""
+    steps = solver.settings.loop.max_steps
+    one = sum(1 if part in ("standard", "cot", "cot_sc") else steps for part in solver.spec.parts)
+    reflexion = solver.settings.reflexion
+    if solver.spec.trials and reflexion is not None:
+        return reflexion.trials * one + reflexion.trials - 1
+    return one
+
+
 def _shared_prefix_tokens(request: ModelRequest) -> int:
     """Tokens up to the first cache point (the exemplars every question shares)."""
     if not request.cache_points or not request.messages:
@@ -100,10 +129,14 @@ def _shared_prefix_tokens(request: ModelRequest) -> int:
     return sum(len(getattr(b, "text", "")) for b in blocks) // 4
 
 
-def estimate_run(solver: Solver, questions: Sequence[str], *, caching: bool, minimum: int) -> Estimate:
+def estimate_run(
+    solver: Solver, questions: Sequence[str], *, caching: bool, minimum: int, long_cache: bool = False
+) -> Estimate:
     total = Estimate(0, Usage())
     for i, question in enumerate(questions):
-        total = total + estimate_example(solver, question, caching=caching, minimum=minimum, exemplars_cached=i > 0)
+        total = total + estimate_example(
+            solver, question, caching=caching, minimum=minimum, exemplars_cached=i > 0, long_cache=long_cache
+        )
     return total
 
 

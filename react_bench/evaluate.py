@@ -205,6 +205,9 @@ class Run:
             from react_bench.batch import batch_client
 
             batch_client(stack)  # a clear error before anything is written
+            for_rounds = getattr(stack.client, "for_rounds", None)
+            if for_rounds is not None:  # the prompt cache outlives the minutes between rounds (cache_ttl=auto)
+                for_rounds()
         return run
 
     async def aclose(self) -> None:
@@ -288,36 +291,60 @@ class Run:
         return LocalExecutor(self.solver)
 
     def dry_run(self) -> RunResult:
-        """No model call: the first request as the API would get it, and the run's estimate."""
-        from react_bench.estimate import estimate_run, wire_request
+        """No model call: the first request as the API would get it, and the run's estimate
+        (with ``batch=true``, the batched price and hours beside the live ones)."""
+        from react_bench.estimate import ASSUMED_ROUND_MINUTES, ASSUMED_RPM, estimate_run, rounds, wire_request
 
         cfg, examples, run_dir = self.cfg, self.examples, self.run_dir
         caching, minimum = _caching(cfg)
-        estimate = estimate_run(self.solver, [e.question for e in examples], caching=caching, minimum=minimum)
+        questions = [e.question for e in examples]
+        estimate = estimate_run(self.solver, questions, caching=caching, minimum=minimum)
         cost = calls_cost_usd(self.model.name, [estimate.usage])
         rundir.prepare(run_dir, resume=False, retry_errors=False, fingerprint="", dry_run=True)
         first = self.solver.probe_requests(examples[0].question)[0] if examples else None
         if first is not None:
             rundir.write_json(run_dir / "dry_run_request.json", wire_request(self.stack.client, first))
         u = estimate.usage
-        summary = {
+        rpm = self.cfg.model.requests_per_minute
+        summary: dict[str, Any] = {
             "examples": len(examples),
             "calls_at_most": estimate.calls,
             "usage": u.to_dict(),
             "cost_usd": cost,
+            "hours_at_rpm": estimate.calls / (rpm or ASSUMED_RPM) / 60,
+            "rpm": rpm or ASSUMED_RPM,
             "caching": caching,
             "note": "upper bound: every episode runs to the step cap",
         }
-        rundir.write_json(run_dir / "dry_run.json", summary)
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
-        print(
+        lines = [
             f"dry run (no model call): {len(examples)} examples, at most {estimate.calls} calls, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
             f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
-            f"estimated cost {cost_text} (an upper bound: every episode to the step cap).\n"
-            f"first request: {run_dir / 'dry_run_request.json'}",
-            file=self.out,
-        )
+            f"estimated cost {cost_text} (an upper bound: every episode to the step cap), "
+            f"{summary['hours_at_rpm']:.1f} hours at {summary['rpm']:g} requests/minute" + ("" if rpm else " (assumed)")
+        ]
+        if cfg.batch:
+            long_cache = getattr(self.stack.client, "cache_ttl", "5m") == "1h"
+            batched = estimate_run(self.solver, questions, caching=caching, minimum=minimum, long_cache=long_cache)
+            full = calls_cost_usd(self.model.name, [batched.usage])
+            summary["batch"] = {
+                "cost_usd": None if full is None else 0.5 * full,
+                "rounds_at_most": rounds(self.solver),
+                "round_minutes_assumed": ASSUMED_ROUND_MINUTES,
+                "hours": rounds(self.solver) * ASSUMED_ROUND_MINUTES / 60,
+                "cache_ttl": "1h" if long_cache else "5m",
+            }
+            b = summary["batch"]
+            batch_cost = "unknown" if b["cost_usd"] is None else f"${b['cost_usd']:.2f}"
+            lines.append(
+                f"batch=true: {batch_cost} (half price; prompt cache written for {b['cache_ttl']}) in at most "
+                f"{b['rounds_at_most']} rounds, about {b['hours']:.1f} hours at an assumed "
+                f"{ASSUMED_ROUND_MINUTES} minutes a round"
+            )
+        rundir.write_json(run_dir / "dry_run.json", summary)
+        lines.append(f"first request: {run_dir / 'dry_run_request.json'}")
+        print("\n".join(lines), file=self.out)
         return RunResult(run_dir, None, 0)
 
     async def _run_examples(
@@ -350,6 +377,8 @@ class Run:
         enabled = cfg.progress and cfg.show != "none"
         bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
         printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1) if cfg.show == "trajectories" else None
+        if isinstance(executor, BatchExecutor) and executor.batcher is not None and enabled:
+            executor.batcher.say = bar.write  # the rounds' lines above the bar
 
         def heartbeat(example_id: str, event: AgentEvent) -> None:
             if isinstance(event, StepStarted):  # the bar names the step in progress: a long first example
@@ -479,16 +508,24 @@ class BatchExecutor(LocalExecutor):
 
     async def prepare(self, todo: list[Example]) -> None:
         from react_bench.batch import BATCH_LANES, RoundBatcher, batch_client
+        from react_bench.estimate import rounds
 
         run = self.run
         if run is None or not todo:
             return
         cache, client = batch_client(run.stack)
+        supported = getattr(client, "batch_supported", None)
+        if supported is not None and not await supported():  # an OpenAI-compatible server without /v1/batches
+            raise ConfigError(
+                f"batch=true: the server at {endpoint_host(run.stack.client)} has no Batch API (/v1/batches); "
+                "run without batch=true"
+            )
         self.batcher = RoundBatcher(
             inner=cache.inner, client=client, cache=cache, run_dir=run.run_dir, out=run.out, poll_s=run.cfg.batch_poll_s
         )
         cache.inner = self.batcher
         self.solver.first_sample_alone = False  # CoT-SC's samples: all in one round
+        self.batcher.most = rounds(self.solver)
         self.capacity = max(1, min(len(todo), BATCH_LANES))
         self.batcher.start()
 

@@ -30,11 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from react_bench.estimate import Estimate, estimate_example
+from react_bench.estimate import ASSUMED_RPM, Estimate, estimate_example
 from react_bench.paths import CONFIGS
 from react_bench.types import Usage
 
-ASSUMED_RPM = 50  # Anthropic's lowest tier, where a model config gives no requests_per_minute
 MODES_TABLE1 = ("standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react")
 PAIRS = ("[0,1]", "[1,0]", "[0,2]", "[2,0]", "[1,2]", "[2,1]")
 
@@ -101,6 +100,8 @@ class Price:
     usage: Usage
     usd: float | None
     hours: float
+    batch_usd: float | None = None  # batch=true: half price, the prompt cache written for an hour
+    batch_hours: float = 0.0  # rounds x ASSUMED_ROUND_MINUTES, run after run
 
 
 def _config(job: Job, model: Sequence[str]) -> Any:
@@ -121,11 +122,20 @@ def _composed(overrides: Sequence[str]) -> dict[str, Any]:
     return composed  # type: ignore[return-value]
 
 
-def price_job(job: Job, model: Sequence[str]) -> tuple[Estimate, str]:
+@dataclass(frozen=True)
+class JobPrice:
+    live: Estimate
+    batched: Estimate  # the same calls, the prompt cache written with the 1-hour lifetime where taken
+    model: str
+    rounds: int  # batch=true: the most rounds an example takes
+
+
+def price_job(job: Job, model: Sequence[str]) -> JobPrice:
     """One run's upper bound: the first example's estimate (the exemplars written to the prompt
     cache), and the mean of the others' (read from it) for the rest of the paper's examples."""
     import asyncio
 
+    from react_bench.estimate import rounds
     from react_bench.evaluate import Run, _caching
 
     cfg = _config(job, model)
@@ -133,14 +143,28 @@ def price_job(job: Job, model: Sequence[str]) -> tuple[Estimate, str]:
     try:
         caching, minimum = _caching(cfg)
         questions = [e.question for e in run.examples] or ["probe"]
-        first = estimate_example(run.solver, questions[0], caching=caching, minimum=minimum, exemplars_cached=False)
-        each = [
-            estimate_example(run.solver, q, caching=caching, minimum=minimum, exemplars_cached=True) for q in questions
-        ]
-        n, k = job.examples - 1, len(each)
-        calls = first.calls + round(n * sum(e.calls for e in each) / k)
-        usage = first.usage + _times(sum((e.usage for e in each), Usage()), n / k)
-        return Estimate(calls, usage), run.model.name
+        info = getattr(run.stack.client, "info", None)
+        estimates = []
+        for long_cache in (False, caching and bool(getattr(info, "cache_ttl_1h", False))):
+            first = estimate_example(
+                run.solver,
+                questions[0],
+                caching=caching,
+                minimum=minimum,
+                exemplars_cached=False,
+                long_cache=long_cache,
+            )
+            each = [
+                estimate_example(
+                    run.solver, q, caching=caching, minimum=minimum, exemplars_cached=True, long_cache=long_cache
+                )
+                for q in questions
+            ]
+            n, k = job.examples - 1, len(each)
+            calls = first.calls + round(n * sum(e.calls for e in each) / k)
+            usage = first.usage + _times(sum((e.usage for e in each), Usage()), n / k)
+            estimates.append(Estimate(calls, usage))
+        return JobPrice(estimates[0], estimates[1], run.model.name, rounds(run.solver))
     finally:
         asyncio.run(run.aclose())
 
@@ -151,66 +175,93 @@ def _times(usage: Usage, k: float) -> Usage:
         output_tokens=round(usage.output_tokens * k),
         cache_creation_input_tokens=round(usage.cache_creation_input_tokens * k),
         cache_read_input_tokens=round(usage.cache_read_input_tokens * k),
+        cache_creation_1h_input_tokens=round(usage.cache_creation_1h_input_tokens * k),
     )
 
 
 def price(model: Sequence[str], rpm: float | None = None, tpm: float | None = None) -> list[Price]:
-    """Every part's price on the model of ``model`` (command-line settings: ``model=...``)."""
+    """Every part's price on the model of ``model`` (command-line settings: ``model=...``), live
+    and with ``batch=true``."""
+    from react_bench.estimate import ASSUMED_ROUND_MINUTES
     from react_bench.models.capabilities import calls_cost_usd
 
     out = []
     for part in PARTS:
-        calls, usage, model_id = 0, Usage(), ""
+        calls, usage, rounds = 0, Usage(), 0
         usd: float | None = 0.0
+        batch_usd: float | None = 0.0
         for job in part.jobs:
-            estimate, model_id = price_job(job, model)
-            calls += estimate.calls
-            usage = usage + estimate.usage
-            cost = calls_cost_usd(model_id, [estimate.usage]) if model_id else None
+            priced = price_job(job, model)
+            calls += priced.live.calls
+            usage = usage + priced.live.usage
+            rounds += priced.rounds
+            cost = calls_cost_usd(priced.model, [priced.live.usage]) if priced.model else None
             usd = None if usd is None or cost is None else usd + cost
+            batched = calls_cost_usd(priced.model, [priced.batched.usage]) if priced.model else None
+            batch_usd = None if batch_usd is None or batched is None else batch_usd + 0.5 * batched
         minutes = calls / (rpm or ASSUMED_RPM)
         if tpm:
             minutes = max(minutes, (usage.total_input_tokens + usage.output_tokens) / tpm)
-        out.append(Price(part.name, len(part.jobs), calls, usage, usd if part.jobs else 0.0, minutes / 60))
+        out.append(
+            Price(
+                part.name,
+                len(part.jobs),
+                calls,
+                usage,
+                usd if part.jobs else 0.0,
+                minutes / 60,
+                batch_usd if part.jobs else 0.0,
+                rounds * ASSUMED_ROUND_MINUTES / 60,
+            )
+        )
     return out
 
 
-def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds: float) -> str:
+def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds: float, batch: bool = False) -> str:
+    from react_bench.estimate import ASSUMED_ROUND_MINUTES
+
     rate = f"{rpm} requests/minute (the model's)" if rpm else f"{ASSUMED_RPM} requests/minute (assumed)"
-    rows = [
-        ("part", "runs", "calls", "input tokens", "output tokens", "USD", "hours"),
-    ]
-    for p in prices:
-        usd = "unknown" if p.usd is None else f"{p.usd:,.2f}"
-        rows.append(
-            (
-                p.part,
-                str(p.runs),
-                f"{p.calls:,}",
-                f"{p.usage.total_input_tokens:,}",
-                f"{p.usage.output_tokens:,}",
-                usd,
-                f"{p.hours:,.1f}",
+    head = ["part", "runs", "calls", "input tokens", "output tokens", "USD", "hours"]
+    rows = [tuple(head + (["batch USD", "batch hours"] if batch else []))]
+
+    def usd(value: float | None) -> str:
+        return "unknown" if value is None else f"{value:,.2f}"
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+    for p in [*prices, None]:
+        if p is None:  # the whole paper
+            p = Price(
+                "all",
+                sum(q.runs for q in prices),
+                sum(q.calls for q in prices),
+                sum((q.usage for q in prices), Usage()),
+                total([q.usd for q in prices]),
+                sum(q.hours for q in prices),
+                total([q.batch_usd for q in prices]),
+                sum(q.batch_hours for q in prices),
             )
-        )
-    known = [p.usd for p in prices]
-    total_usd = "unknown" if any(u is None for u in known) else f"{sum(u or 0 for u in known):,.2f}"
-    rows.append(
-        (
-            "all",
-            str(sum(p.runs for p in prices)),
-            f"{sum(p.calls for p in prices):,}",
-            f"{sum(p.usage.total_input_tokens for p in prices):,}",
-            f"{sum(p.usage.output_tokens for p in prices):,}",
-            total_usd,
-            f"{sum(p.hours for p in prices):,.1f}",
-        )
-    )
+        row = [
+            p.part,
+            str(p.runs),
+            f"{p.calls:,}",
+            f"{p.usage.total_input_tokens:,}",
+            f"{p.usage.output_tokens:,}",
+            usd(p.usd),
+            f"{p.hours:,.1f}",
+        ]
+        rows.append(tuple(row + ([usd(p.batch_usd), f"{p.batch_hours:,.1f}"] if batch else [])))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = [
         f"experiment=paper on {model}: upper bounds (every episode to its step cap), no model call; "
         f"hours at {rate}, one run after another"
     ]
+    if batch:
+        lines.append(
+            "batch=true: every request through the Message Batches API at half price, the prompt cache written "
+            f"for an hour; hours: each run's rounds at an assumed {ASSUMED_ROUND_MINUTES} minutes a round"
+        )
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines += [f"  {p.name}: {p.note}" for p in PARTS if p.note]
     lines.append(f"(priced in {seconds:.1f} s)")
@@ -226,17 +277,24 @@ def main(argv: Sequence[str]) -> int:
 
     given = [a for a in argv if not a.startswith("experiment=")]
     dry = any(a in ("dry_run=true", "dry_run=True") for a in given)
+    batch = any(a in ("batch=true", "batch=True") for a in given)
     model = [a for a in given if a.split("=", 1)[0].split(".")[0] == "model" or a.startswith("model=")]
-    rest = [a for a in given if a not in model and not a.startswith("dry_run=")]
+    rest = [
+        a for a in given if a not in model and not a.startswith("dry_run=") and not (dry and a.startswith("batch="))
+    ]
     if rest and dry:
-        print(f"error: experiment=paper dry_run=true takes model settings only; got {rest[0]}", file=sys.stderr)
+        print(
+            f"error: experiment=paper dry_run=true takes model settings and batch=true only; got {rest[0]}",
+            file=sys.stderr,
+        )
         return 2
     try:
         spec = ModelSpec.from_mapping(_composed(model)["model"])
         if dry:
             started = time.monotonic()
             prices = price(model, spec.requests_per_minute, spec.tokens_per_minute)
-            print(price_table(prices, spec.display_label, spec.requests_per_minute, time.monotonic() - started))
+            seconds = time.monotonic() - started
+            print(price_table(prices, spec.display_label, spec.requests_per_minute, seconds, batch=batch))
             return 0
         return run_all(model, rest)
     except ConfigError as exc:

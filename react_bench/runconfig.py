@@ -137,8 +137,6 @@ class RunConfig:
         epochs = _int(cfg, "epochs", default("epochs"))
         if epochs < 1:
             raise ConfigError(f"epochs={epochs}: must be at least 1 (attempts per example)")
-        if epochs > 1 and _bool(cfg, "batch"):
-            raise ConfigError("batch=true with epochs>1: a batch answers each request once; run the epochs live")
 
         task = _task_config(cfg, model)
         info = task_info(task.name)

@@ -12,7 +12,7 @@ and it never appears in an ``AgentEvent`` (see ``events.py``).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from typing import Any, Literal, assert_never
 
@@ -99,13 +99,16 @@ def _blocks(items: tuple[ContentBlock | str, ...]) -> tuple[ContentBlock, ...]:
 class Usage:
     """Token counts of one call, or the sum over calls. ``unknown_calls``: calls whose server
     reported no usage (an OpenAI-compatible server that ignores ``stream_options``): their
-    tokens are not in the counts, and a cost over them is unknown, never a silent 0."""
+    tokens are not in the counts, and a cost over them is unknown, never a silent 0.
+    ``cache_creation_1h_input_tokens``: the part of the cache writes made with the 1-hour
+    lifetime (billed higher than the default 5 minutes'; the API's ``cache_creation`` breakdown)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     unknown_calls: int = 0
+    cache_creation_1h_input_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -114,6 +117,7 @@ class Usage:
             self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             self.cache_read_input_tokens + other.cache_read_input_tokens,
             self.unknown_calls + other.unknown_calls,
+            self.cache_creation_1h_input_tokens + other.cache_creation_1h_input_tokens,
         )
 
     @property
@@ -129,12 +133,19 @@ class Usage:
         }
         if self.unknown_calls:  # only then: records of known usage read as they always did
             out["unknown_calls"] = self.unknown_calls
+        if self.cache_creation_1h_input_tokens:  # likewise
+            out["cache_creation_1h_input_tokens"] = self.cache_creation_1h_input_tokens
         return out
 
     @staticmethod
     def from_dict(data: Mapping[str, Any] | None) -> Usage:
+        """Ours, or the API's usage object (its ``cache_creation`` breakdown by lifetime)."""
         data = data or {}
-        return Usage(**{f.name: int(data.get(f.name) or 0) for f in fields(Usage)})
+        usage = Usage(**{f.name: int(data.get(f.name) or 0) for f in fields(Usage)})
+        breakdown = data.get("cache_creation")
+        if isinstance(breakdown, Mapping) and not usage.cache_creation_1h_input_tokens:
+            usage = replace(usage, cache_creation_1h_input_tokens=int(breakdown.get("ephemeral_1h_input_tokens") or 0))
+        return usage
 
 
 @dataclass(frozen=True)

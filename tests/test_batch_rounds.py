@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,9 +62,10 @@ def key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def config(server: MessagesServer, tmp_path: Path, run_id: str, n: int, mode: str, runner: str, **extra) -> RunConfig:
+    model = claude_model_config(server.base_url, KEY_ENV, MODEL, **extra.pop("model", {}))
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
-        model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
+        model=model,  # type: ignore[arg-type]
         solve=SolveSettings(mode=mode, runner=runner),  # type: ignore[arg-type]
         results_dir=tmp_path,
         run_id=run_id,
@@ -133,7 +135,7 @@ async def test_a_react_run_of_100_questions_in_rounds_is_the_live_run_at_half_pr
     longest = max(r["calls"] for r in after.values())
     rounds = {b["round"] for b in state["batches"]}
     assert rounds == set(range(1, len(rounds) + 1)) and len(rounds) <= longest + 1
-    assert f"batch round {len(rounds)}: " in out and all(b["collected"] for b in state["batches"])
+    assert f"batch round {len(rounds)}/7: " in out and all(b["collected"] for b in state["batches"])  # of 7 at most
 
 
 @pytest.mark.parametrize(
@@ -241,3 +243,175 @@ def test_killed_mid_round_and_resumed_sends_nothing_twice_and_loses_nothing(tmp_
     for record in done.values():  # the walk's own answer: the gold where it finishes within the cap
         steps = 2 + sum(map(ord, record["question"].strip())) % 7
         assert record["prediction"] == (golds[record["question"].strip()] if steps <= 7 else "")
+
+
+async def test_rounds_minutes_apart_keep_the_prompt_cache_with_the_1h_lifetime(tmp_path, monkeypatch):
+    """Each batch is taken 10 minutes after the last (the stand-in's cache clock): the 5-minute
+    cache is gone by the next round; the shared exemplars, written for an hour, are read in every
+    round; both are billed as the API bills (a 1-hour write at twice the input rate)."""
+    golds = gold_answers(6)
+    billed = {}
+    for ttl in ("auto", "5m"):
+        monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path / f"cache-{ttl}"))
+        with MessagesServer(responder=Mixed(golds)) as server:
+            now = [0.0]
+            server.cache.clock = lambda now=now: now[0]
+            made = server._new_batch
+
+            def later(requests: list[dict], made=made, now=now) -> Any:
+                now[0] += 600
+                return made(requests)
+
+            server._new_batch = later  # type: ignore[method-assign]
+            cfg = config(
+                server, tmp_path, ttl, 6, "react", "text", batch=True, batch_poll_s=0.01, model={"cache_ttl": ttl}
+            )
+            result = await evaluate(cfg, out=io.StringIO())
+            sent = [r.body for r in server.requests if r.path == "/v1/messages/batches"]
+            markers = {
+                json.dumps(block["cache_control"], sort_keys=True)
+                for body in sent
+                for request in body["requests"]
+                for message in request["params"]["messages"]
+                for block in message["content"]
+                if isinstance(block, dict) and "cache_control" in block
+            }
+            usage = sum((Usage.from_dict(b["usage"]) for b in server.billed), Usage())
+            billed[ttl] = (billed_usd(server), usage, markers, result.metrics["cost_usd"]["spent"])
+    one_hour, five_minutes = billed["auto"], billed["5m"]
+    # the exemplars every question shares for an hour, each episode's own turns for 5 minutes
+    assert one_hour[2] == {'{"ttl": "1h", "type": "ephemeral"}', '{"type": "ephemeral"}'}
+    assert five_minutes[2] == {'{"type": "ephemeral"}'}
+    assert 0 < one_hour[1].cache_creation_1h_input_tokens < one_hour[1].cache_creation_input_tokens
+    assert one_hour[1].cache_read_input_tokens > five_minutes[1].cache_read_input_tokens  # read across rounds
+    assert one_hour[0] < five_minutes[0]  # cheaper, although each write costs more
+    for usd, _, _, spent in billed.values():
+        assert spent == pytest.approx(usd)  # the run prices the 1-hour writes as the stand-in billed them
+
+
+def test_a_dry_run_with_batch_prices_half_and_counts_rounds(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"
+    }
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "scripts" / "eval.py"),
+            "model=claude-haiku-4-5",
+            "mode=react_cot_sc",
+            "n=3",
+            "dry_run=true",
+            "batch=true",
+            f"results_dir={tmp_path}",
+            "run_id=dry",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(next(tmp_path.rglob("dry_run.json")).read_text())
+    batch = summary["batch"]
+    assert 0 < batch["cost_usd"] <= 0.55 * summary["cost_usd"]
+    assert batch["rounds_at_most"] == 8 and batch["hours"] == 8 * 30 / 60 and batch["cache_ttl"] == "1h"
+    assert "batch=true: $" in done.stdout and "at an assumed 30 minutes a round" in done.stdout
+
+
+async def test_epochs_go_in_the_same_rounds_each_attempt_its_own_request(tmp_path):
+    with MessagesServer(responder=lambda body: Reply.text(" I recall.\nAnswer: x")) as server:
+        cfg = config(server, tmp_path, "e", 3, "cot", "text", batch=True, batch_poll_s=0.01, epochs=3)
+        result = await evaluate(replace(cfg, protocol="custom"), out=io.StringIO())
+        ids = sent_ids(server)
+    assert result.metrics["n"] == 9 and len(server.batches) == 1 and len(set(ids)) == len(ids) == 9
+
+
+@pytest.mark.parametrize("runner", ["text", "tool_use"])
+async def test_an_openai_server_with_the_batch_api_takes_the_rounds(tmp_path, monkeypatch, runner):
+    """The same rounds through /v1/files and /v1/batches (completions for the text runner's
+    prompts, chat completions for tool use): the live run's predictions, no request sent twice."""
+    from react_bench.testing.openai_server import Chunks, OpenAIServer, model_config, oracle_chunks
+
+    golds = gold_answers(5)
+    walk = Walk(steps=3, answers=golds)
+    runs = {}
+    for batch in (False, True):
+        monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path / f"cache-{batch}"))
+        with OpenAIServer(lambda path, body: Chunks(tuple(oracle_chunks(walk, path, body)))) as server:
+            cfg = RunConfig(
+                task=TaskConfig(name="hotpotqa", n=5),
+                model=model_config(server.base_url),  # type: ignore[arg-type]
+                solve=SolveSettings(mode="react", runner=runner),  # type: ignore[arg-type]
+                results_dir=tmp_path,
+                run_id=f"openai-{batch}",
+                progress=False,
+                batch=batch,
+                batch_poll_s=0.01,
+            )
+            result = await evaluate(cfg, out=io.StringIO())
+            streamed = [p for p, _ in server.requests if p.endswith("completions")]
+            runs[batch] = (records(result.run_dir), streamed, server.batch_custom_ids(), len(server.batch_state))
+    (live, live_streamed, _, _), (batched, streamed, ids, n_batches) = runs[False], runs[True]
+    assert {k: steady(v) for k, v in batched.items()} == {k: steady(v) for k, v in live.items()}
+    assert len(live_streamed) == 15 and streamed == []  # every request of the batched run in a batch
+    assert len(ids) == len(set(ids)) == 15 and n_batches == 3  # 3 steps: 3 rounds
+
+
+async def test_an_openai_compatible_server_without_the_batch_api_is_refused_in_one_line(tmp_path):
+    from react_bench.errors import ConfigError
+    from react_bench.testing.openai_server import Chunks, OpenAIServer, model_config, oracle_chunks
+
+    walk = Walk(steps=2)
+    with OpenAIServer(lambda path, body: Chunks(tuple(oracle_chunks(walk, path, body))), batches=False) as server:
+        cfg = RunConfig(
+            task=TaskConfig(name="hotpotqa", n=2),
+            model=model_config(server.base_url),  # type: ignore[arg-type]
+            solve=SolveSettings(mode="react"),
+            results_dir=tmp_path,
+            run_id="refused",
+            progress=False,
+            batch=True,
+        )
+        with pytest.raises(ConfigError, match=r"has no Batch API \(/v1/batches\)"):
+            await evaluate(cfg, out=io.StringIO())
+        assert not [p for p, _ in server.requests if p.endswith("completions")]  # nothing ran live instead
+
+
+@pytest.mark.slow  # the generated games are built first (about a minute, once per session)
+async def test_react_im_on_generated_alfworld_games_in_rounds(tmp_path, monkeypatch):
+    """ReAct-IM on generated ALFWorld games (the game engine stepping between rounds): the live
+    run's trajectories, every request in a batch."""
+    from react_bench.tasks.alfworld import AlfworldConfig
+    from tests.support import composed
+
+    moves = (" look", " inventory", " think: To solve the task, I need to find the goal first.")
+
+    def respond(body: dict[str, Any]) -> Reply:  # a function of the conversation's text alone
+        said = [b.get("text", "") for m in body["messages"] for b in m["content"] if isinstance(b, dict)]
+        return Reply.text(moves[len("".join(said)) % len(moves)])
+
+    runs = {}
+    for batch in (False, True):
+        monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path / f"cache-{batch}"))
+        with MessagesServer(responder=respond) as server:
+            base = RunConfig.from_mapping(
+                composed("task=alfworld", "mode=react_im", "protocol=custom", "max_steps=5", "n=3")
+            )
+            cfg = replace(
+                base,
+                env=AlfworldConfig(games=12, train_games=18, seed=0),
+                model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
+                results_dir=tmp_path,
+                run_id=f"im-{batch}",
+                progress=False,
+                batch=batch,
+                batch_poll_s=0.01,
+            )
+            result = await evaluate(cfg, out=io.StringIO())
+            streamed = [r.path for r in server.requests if r.path == "/v1/messages"]
+            runs[batch] = (records(result.run_dir), streamed, sent_ids(server))
+    (live, _, _), (batched, streamed, ids) = runs[False], runs[True]
+    assert len(batched) == 3 and [r["steps"] for r in batched.values()] == [5, 5, 5], [r["reason"] for r in batched.values()]
+    assert {k: steady(v) for k, v in batched.items()} == {k: steady(v) for k, v in live.items()}
+    assert streamed == [] and len(ids) == len(set(ids)) == sum(r["calls"] for r in batched.values())

@@ -220,6 +220,18 @@ RULES = [
         ),
         "A maximum of 4 blocks with cache_control",
     ),
+    (
+        "a 1-hour breakpoint after a 5-minute one",
+        body(
+            messages=[
+                user(
+                    {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
+                    {"type": "text", "text": "b", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+                )
+            ]
+        ),
+        "must not come after one with ttl '5m'",
+    ),
 ]
 
 
@@ -327,6 +339,35 @@ def test_prompt_cache_simulation(server: MessagesServer) -> None:
     assert second["cache_read_input_tokens"] == first["cache_creation_input_tokens"]
     assert second["cache_creation_input_tokens"] == 0 and second["input_tokens"] > 0
     assert uncached["cache_read_input_tokens"] == uncached["cache_creation_input_tokens"] == 0
+
+
+def test_the_cache_lifetimes_expire_and_bill_as_documented(server: MessagesServer) -> None:
+    """An entry lives 5 minutes (ttl "1h": an hour), a read renews it; the usage breaks the writes
+    down by lifetime (``cache_creation``), as the API's does."""
+    server.cache.min_tokens = 0
+    now = [0.0]
+    server.cache.clock = lambda: now[0]
+    server.responder = lambda _: Reply.text("ok")
+    text = "A long few-shot prompt. " * 40
+
+    def usage(ttl: str | None) -> dict:
+        control = {"type": "ephemeral", **({"ttl": ttl} if ttl else {})}
+        return json.loads(
+            post(server, body(system=[{"type": "text", "text": text + str(ttl), "cache_control": control}]))[2]
+        )["usage"]
+
+    for ttl, lives in ((None, 300), ("1h", 3600)):
+        written = usage(ttl)
+        long = written["cache_creation"]["ephemeral_1h_input_tokens"]
+        assert long == (written["cache_creation_input_tokens"] if ttl else 0) and written["cache_creation"][
+            "ephemeral_5m_input_tokens"
+        ] == (0 if ttl else written["cache_creation_input_tokens"])
+        now[0] += lives - 1
+        assert usage(ttl)["cache_read_input_tokens"] == written["cache_creation_input_tokens"]  # renewed now
+        now[0] += lives - 1
+        assert usage(ttl)["cache_read_input_tokens"] > 0
+        now[0] += lives + 1
+        assert usage(ttl)["cache_read_input_tokens"] == 0  # expired: written again
 
 
 def _usage_of(server: MessagesServer, blocks: list[dict], model: str = "claude-sonnet-4-6") -> dict:

@@ -1,5 +1,7 @@
 """``experiment=paper dry_run=true``: every part of the paper priced (calls, tokens, dollars, hours)
-without a model call; its calls follow from the parts' runs and the modes' call counts."""
+without a model call; its calls follow from the parts' runs and the modes' call counts. With
+``batch=true`` the batched price and hours stand beside: half the price or less (the prompt cache
+written for an hour), hours from each run's rounds."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
             "experiment=paper",
             "model=claude-haiku-4-5",
             "dry_run=true",
+            "batch=true",
         ],
         capture_output=True,
         text=True,
@@ -45,12 +48,18 @@ def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
     assert rows["Table 1"][:2] == [14, 2 * 500 * 93]
     assert rows["Table 3"][:2] == [18, 18 * 134 * 50]
     assert rows["Table 4"][:2] == [2, 2 * 500 * 15]
-    for name, (runs, calls, tokens_in, tokens_out, usd, hours) in rows.items():
+    for name, (runs, calls, tokens_in, tokens_out, usd, hours, batch_usd, _) in rows.items():
         if name != "all" and runs:
             assert tokens_in > 0 and tokens_out > 0 and usd > 0 and hours == round(calls / 50 / 60, 1)
-    totals = [sum(r[i] for n, r in rows.items() if n != "all") for i in range(6)]
+            assert 0 < batch_usd <= 0.55 * usd
+    totals = [sum(r[i] for n, r in rows.items() if n != "all") for i in range(8)]
     assert rows["all"][:4] == totals[:4] and abs(rows["all"][4] - totals[4]) < 0.05
+    assert rows["all"][6] <= 0.55 * rows["all"][4]  # the whole paper batched: at most 0.55x the live price
+    # batch hours: rounds at 30 minutes; Table 1: per task standard, cot, cot_sc 1 round each, act and
+    # react 7, react_cot_sc and cot_sc_react 8: 33 rounds; Table 4: 2 runs x 15 steps
+    assert rows["Table 1"][7] == 2 * 33 * 0.5 and rows["Table 4"][7] == 2 * 15 * 0.5
     assert "50 requests/minute (assumed)" in done.stdout and re.search(r"priced in [0-9.]+ s", done.stdout)
+    assert "an assumed 30 minutes a round" in done.stdout
 
 
 def test_the_paper_runs_part_after_part_and_the_command_again_goes_on(tmp_path, monkeypatch, capsys) -> None:

@@ -24,7 +24,10 @@ Decisions a next engineer needs:
   system, shared by every episode with the same instructions), on the last block of the
   history before the newest turn (the stable prefix) and on the last block of the newest
   turn (so the next call of the episode reads all of this one). Three of the four allowed
-  breakpoints; thinking blocks never carry one.
+  breakpoints; thinking blocks never carry one. The lifetime is the API's default 5 minutes;
+  the prefix every example shares (tools, system, the exemplars: ``shared_cache_points``) may
+  be written for 1 hour (``cache_ttl``; ``auto``: 1h under ``batch=true``, whose rounds are
+  minutes apart), those writes at twice the input rate (``Usage.cache_creation_1h_input_tokens``).
 - Empty text blocks are left out of the wire messages (the API rejects them; they carry
   nothing). Thinking blocks and signatures go back verbatim.
 - No retries here (the SDK's are off): ``models.retrying.RetryingModel`` wraps this client
@@ -56,7 +59,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, assert_never, get_args
+from typing import Any, Literal, assert_never, get_args
 
 import anthropic
 import httpx2
@@ -94,7 +97,9 @@ from react_bench.models.stopping import StreamStops
 from react_bench.redact import without_userinfo
 from react_bench.types import Message, ModelResponse, StopReason, TextBlock, Usage, message_to_dict, response_from_dict
 
-_CACHE = {"type": "ephemeral"}
+_CACHE = {"type": "ephemeral"}  # the default lifetime, 5 minutes
+_CACHE_1H = {"type": "ephemeral", "ttl": "1h"}
+CacheTTL = Literal["auto", "5m", "1h"]
 
 
 # What the SDK's stream parsing raises on bytes it cannot read (json, utf-8, pydantic, a
@@ -126,6 +131,9 @@ class AnthropicConfig:
     timeout_s: float = field(default=60.0, metadata=OPERATIONAL)  # the longest wait for the next byte
     deadline_s: float | None = field(default=None, metadata=OPERATIONAL)  # one attempt, whole; None: by max_tokens
     prompt_caching: bool = True
+    # the prompt cache's lifetime: "auto" is 1h under batch=true (rounds are minutes apart, past
+    # 5 minutes) where the model takes it, else the API's default 5m; it changes the price only
+    cache_ttl: CacheTTL = field(default="auto", metadata=OPERATIONAL)
     allow_unknown_model: bool = False  # unknown ids get the strictest rules instead of an error
 
 
@@ -158,6 +166,16 @@ class AnthropicClient:
             timeout=config.timeout_s,
         )
         self._wire_cache = WireCache()
+        if config.cache_ttl not in ("auto", "5m", "1h"):
+            raise ConfigError(f"cache_ttl={config.cache_ttl!r}: one of auto, 5m, 1h")
+        if config.cache_ttl == "1h" and not self.info.cache_ttl_1h:
+            raise ConfigError(f"cache_ttl=1h: {config.name} does not take the 1-hour prompt cache")
+        self.cache_ttl = "1h" if config.cache_ttl == "1h" else "5m"
+
+    def for_rounds(self) -> None:
+        """``batch=true``: the 1-hour cache where the lifetime is left to ``auto`` and the model takes it."""
+        if self.config.cache_ttl == "auto" and self.info.cache_ttl_1h:
+            self.cache_ttl = "1h"
 
     @property
     def endpoint(self) -> str:
@@ -190,7 +208,16 @@ class AnthropicClient:
             arguments["tools"], tools_tokens = self._wire_cache.tools(request.tools)
             head_tokens += tools_tokens
         if self.config.prompt_caching:
-            place_breakpoints(arguments, request.cache_points, min_cache_tokens(self.info.id), sizes, head_tokens)
+            shared = (request.cache_points or ())[: request.shared_cache_points]
+            place_breakpoints(
+                arguments,
+                request.cache_points,
+                min_cache_tokens(self.info.id),
+                sizes,
+                head_tokens,
+                _CACHE_1H if self.cache_ttl == "1h" else _CACHE,
+                shared,
+            )
         _compact(arguments["messages"])
         if request.tools:
             if request.tool_choice is not None:
@@ -209,10 +236,18 @@ class AnthropicClient:
 
     # --- the Message Batches API (half price; react_bench/batch.py drives it) ----------------
 
+    batch_limits = (100_000, 256 * 1024 * 1024)  # requests and bytes in one batch, as the API documents
+
     def batch_params(self, request: ModelRequest) -> dict[str, Any]:
         """The body of one batch request: the same arguments as a streamed call, not streamed."""
         arguments = dict(self.plan(request).arguments)
         return {**arguments, **(arguments.pop("extra_body", None) or {})}
+
+    def batch_stops(self, request: ModelRequest) -> tuple[str, ...]:
+        return self.plan(request).client_stops
+
+    def batch_group(self, request: ModelRequest) -> str:
+        return ""  # one endpoint: any requests share a batch
 
     async def batch_create(self, items: list[tuple[str, ModelRequest]]) -> str:
         try:
@@ -457,8 +492,12 @@ def place_breakpoints(
     minimum: int,
     sizes: list[tuple[int, ...]],
     head_tokens: int,
+    shared_marker: dict[str, str] = _CACHE,
+    shared: tuple[tuple[int, int], ...] = (),
 ) -> None:
-    """``cache_control`` on the blocks a later request will repeat (at most 4 breakpoints).
+    """``cache_control`` on the blocks a later request will repeat (at most 4 breakpoints): the
+    tools + system and the ``shared`` points (a prefix every example repeats) with
+    ``shared_marker`` (the 1-hour lifetime in batch rounds), the others with the default.
 
     ``points``: (message index, block index) chosen by the policy that built the request (it
     knows which prefix repeats: the exemplars across questions, an episode's history across
@@ -476,7 +515,7 @@ def place_breakpoints(
     marks: list[tuple[int, int]] = []
     head = arguments.get("system") or arguments.get("tools")
     if head and tokens >= minimum:
-        head[-1] = {**head[-1], "cache_control": _CACHE}
+        head[-1] = {**head[-1], "cache_control": shared_marker}
     wanted: dict[int, set[int]] = {}
     for i, j in points:
         wanted.setdefault(i, set()).add(j)
@@ -498,7 +537,8 @@ def place_breakpoints(
         if i not in copied:
             messages[i] = {**messages[i], "content": list(messages[i]["content"])}
             copied.add(i)
-        messages[i]["content"][j] = {**messages[i]["content"][j], "cache_control": _CACHE}
+        marker = shared_marker if (i, j) in shared else _CACHE
+        messages[i]["content"][j] = {**messages[i]["content"][j], "cache_control": marker}
 
 
 def _last_cacheable(message: dict[str, Any]) -> int:
@@ -544,11 +584,13 @@ def _usage(usage: sdk.Usage | sdk.MessageDeltaUsage | None, where: str, required
     """A usage object; ``required``: the counts the protocol always sends there."""
     if usage is None:
         raise MalformedResponse(f"{where} carries no usage")
+    breakdown = getattr(usage, "cache_creation", None)  # the writes by lifetime (5m, 1h), where sent
     return Usage(
         input_tokens=_count(usage, "input_tokens", "input_tokens" in required),
         output_tokens=_count(usage, "output_tokens", "output_tokens" in required),
         cache_creation_input_tokens=_count(usage, "cache_creation_input_tokens", False),
         cache_read_input_tokens=_count(usage, "cache_read_input_tokens", False),
+        cache_creation_1h_input_tokens=_count(breakdown, "ephemeral_1h_input_tokens", False) if breakdown else 0,
     )
 
 

@@ -128,6 +128,9 @@ class ModelRequest:
     # Prompt-cache breakpoints: (message index, block index) of blocks that a later request
     # repeats, chosen by the policy that built the request; None: the client's default.
     cache_points: tuple[tuple[int, int], ...] | None = None
+    # How many of the first ``cache_points`` mark a prefix every example shares (the exemplars):
+    # batch rounds write those for an hour. Not in the request cache's key (it cannot change an answer).
+    shared_cache_points: int = 0
     metadata: dict[str, str] = field(default_factory=dict)
 
 
@@ -213,10 +216,19 @@ def endpoint_host(client: ModelClient) -> str | None:
 
 @runtime_checkable
 class BatchClient(Protocol):
-    """A provider that also takes requests in batches (Anthropic's Message Batches API), at half
-    price: ``batch.py`` drives it. ``plan`` is the request's wire form (and its client-side stops)."""
+    """A provider that also takes requests in batches at half price (Anthropic's Message Batches
+    API, OpenAI's Batch API): ``batch.py`` drives it. ``batch_params``: a request's body in a
+    batch; ``batch_stops``: the stops cut client-side from its answer; ``batch_group``: requests
+    of one group may share a batch (OpenAI: one endpoint a batch); ``batch_limits``: requests and
+    bytes a batch may hold."""
 
-    def plan(self, request: ModelRequest) -> Any: ...
+    batch_limits: tuple[int, int]
+
+    def batch_params(self, request: ModelRequest) -> dict[str, Any]: ...
+
+    def batch_stops(self, request: ModelRequest) -> tuple[str, ...]: ...
+
+    def batch_group(self, request: ModelRequest) -> str: ...
 
     async def batch_create(self, items: list[tuple[str, ModelRequest]]) -> str: ...
 

@@ -53,7 +53,9 @@ def default_request_cache_dir() -> Path:
 
 # client settings that cannot change a response (how patiently it is asked, which key pays);
 # where it is asked is in the key as the endpoint the SDK resolved (base_url or its environment variable)
-_NOT_IN_KEY = frozenset({"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch"})
+_NOT_IN_KEY = frozenset(
+    {"api_key_env", "key_env", "base_url", "timeout_s", "n_threads", "n_threads_batch", "cache_ttl"}
+)  # cache_ttl: the price, never the answer
 
 
 def _request_fields(request: ModelRequest) -> dict[str, Any]:
@@ -62,6 +64,7 @@ def _request_fields(request: ModelRequest) -> dict[str, Any]:
     fields = dataclasses.asdict(request)
     if fields.get("epoch") is None:
         del fields["epoch"]
+    del fields["shared_cache_points"]  # which breakpoints are written for an hour: the price only
     return fields
 
 

@@ -38,12 +38,17 @@ NONE: frozenset[str] = frozenset()
 
 @dataclass(frozen=True)
 class Prices:
-    """USD per million tokens. Cache write is the 5-minute TTL rate."""
+    """USD per million tokens. Cache write is the 5-minute TTL rate; a write with the 1-hour
+    lifetime costs twice the input rate, as Anthropic's pricing page gives it."""
 
     input: float | None
     output: float | None
     cache_write: float | None = None
     cache_read: float | None = None
+
+    @property
+    def cache_write_1h(self) -> float | None:
+        return None if self.input is None else 2 * self.input
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class ClaudeModel:
     long_prompt: tuple[int, Prices] | None = None
     snapshots: tuple[str, ...] = ()  # dated ids that are the same model
     end_of_life: str | None = None  # ISO date, as the SDK's DEPRECATED_MODELS says
+    cache_ttl_1h: bool = True  # takes cache_control's ttl "1h" (the 1-hour prompt cache)
 
     def capabilities(self) -> ModelCapabilities:
         return ModelCapabilities(
@@ -170,7 +176,7 @@ for _row in _TABLE:
         _BY_ID[_id] = _row
 
 # What an unknown id gets when the caller opts in: the strictest current rules, no prices.
-_UNKNOWN_MODEL = ClaudeModel("unknown", False, False, ADAPTIVE, _UNKNOWN, forced_tool_use=False)
+_UNKNOWN_MODEL = ClaudeModel("unknown", False, False, ADAPTIVE, _UNKNOWN, forced_tool_use=False, cache_ttl_1h=False)
 
 
 def known_models() -> tuple[str, ...]:
@@ -184,7 +190,9 @@ def model_info(model_id: str, *, allow_unknown: bool = False) -> ClaudeModel:
     if row is not None:
         return row
     if allow_unknown:
-        return ClaudeModel(model_id, _UNKNOWN_MODEL.prefill, _UNKNOWN_MODEL.sampling, ADAPTIVE, _UNKNOWN, False)
+        return ClaudeModel(
+            model_id, _UNKNOWN_MODEL.prefill, _UNKNOWN_MODEL.sampling, ADAPTIVE, _UNKNOWN, False, cache_ttl_1h=False
+        )
     raise ConfigError(
         f"unknown Claude model id {model_id!r}; known ids: {', '.join(sorted(_BY_ID))}. "
         "Add a row to react_bench/models/capabilities.py, or opt in with allow_unknown_model=true "
@@ -243,7 +251,8 @@ def cost_usd(model_id: str, usage: Usage) -> float | None:
     for tokens, price in (
         (usage.input_tokens, prices.input),
         (usage.output_tokens, prices.output),
-        (usage.cache_creation_input_tokens, prices.cache_write),
+        (usage.cache_creation_input_tokens - usage.cache_creation_1h_input_tokens, prices.cache_write),
+        (usage.cache_creation_1h_input_tokens, prices.cache_write_1h),
         (usage.cache_read_input_tokens, prices.cache_read),
     ):
         if tokens:

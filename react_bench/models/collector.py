@@ -119,6 +119,8 @@ class ResponseCollector:
                     or self.usage.cache_creation_input_tokens,
                     cache_read_input_tokens=usage.cache_read_input_tokens or self.usage.cache_read_input_tokens,
                     unknown_calls=usage.unknown_calls,
+                    cache_creation_1h_input_tokens=usage.cache_creation_1h_input_tokens
+                    or self.usage.cache_creation_1h_input_tokens,
                 )
                 self.finished = True
             case _:

@@ -61,11 +61,13 @@ from react_bench.models.base import (
     retry_after_s,
     token_count,
 )
+from react_bench.models.collector import collect
 from react_bench.models.deadline import FIRST_TOKEN_S, Deadline, attempt_s
 from react_bench.models.stopping import StopScanner
 from react_bench.redact import without_userinfo
 from react_bench.types import (
     Message,
+    ModelResponse,
     RedactedThinkingBlock,
     StopReason,
     TextBlock,
@@ -205,13 +207,7 @@ class OpenAICompatClient:
                 f"{self.name}: timed out: no byte for {self.config.timeout_s:g} s (model.timeout_s)", retryable=True
             ) from exc
         except openai.APIStatusError as exc:
-            status = exc.status_code
-            raise ModelError(
-                f"{self.name}: HTTP {status}: {exc.message}",
-                status=status,
-                retryable=status in (408, 409, 429) or status >= 500,
-                retry_after=retry_after_s(exc.response.headers),
-            ) from exc
+            raise self._error(exc) from exc
         except openai.APIConnectionError as exc:
             raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
         except openai.APIError as exc:  # an {"error": ...} object inside a 200 stream (vLLM, llama.cpp)
@@ -230,6 +226,181 @@ class OpenAICompatClient:
             )
         for event in mapper.finish():
             yield event
+
+    # --- the Batch API (/v1/batches: OpenAI's; half price; react_bench/batch.py drives it) -------
+
+    batch_limits = (50_000, 200 * 1024 * 1024)  # requests and bytes of one batch's input file (OpenAI's)
+
+    def batch_group(self, request: ModelRequest) -> str:
+        """The endpoint a request goes to: a batch holds one endpoint's requests."""
+        return (
+            "/v1/completions"
+            if adapt_request(request, self.capabilities)[0].prompt is not None
+            else "/v1/chat/completions"
+        )
+
+    def batch_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The body of one batch request: the streamed call's arguments, not streamed."""
+        request, _ = adapt_request(request, self.capabilities)
+        args = {k: v for k, v in self._common(request).items() if k not in ("stream", "stream_options")}
+        if request.prompt is not None:
+            return {**args, "prompt": request.prompt}
+        extra = {"tools": [_tool(t) for t in request.tools]} if request.tools else {}
+        return {**args, "messages": to_openai_messages(request), **extra}
+
+    def batch_stops(self, request: ModelRequest) -> tuple[str, ...]:
+        return adapt_request(request, self.capabilities)[0].stop  # every stop is cut here too, as streamed
+
+    async def batch_supported(self) -> bool:
+        """Whether the server has the Batch API (OpenAI does; vLLM's and llama.cpp's servers do not)."""
+        import openai
+
+        try:
+            await self._client.batches.list(limit=1)
+        except openai.NotFoundError:
+            return False
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405, 501):
+                return False
+            raise self._error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
+        return True
+
+    async def batch_create(self, items: list[tuple[str, ModelRequest]]) -> str:
+        import openai
+
+        url = self.batch_group(items[0][1])
+        lines = [{"custom_id": cid, "method": "POST", "url": url, "body": self.batch_params(r)} for cid, r in items]
+        data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        try:
+            uploaded = await self._client.files.create(file=("react-bench-batch.jsonl", data), purpose="batch")
+            endpoint: Any = url
+            batch = await self._client.batches.create(
+                input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h"
+            )
+        except openai.APIStatusError as exc:
+            raise self._error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
+        return batch.id
+
+    async def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]:
+        batch = await self._retrieve(batch_id)
+        counts = batch.request_counts
+        total, done, failed = (counts.total, counts.completed, counts.failed) if counts else (0, 0, 0)
+        ended = batch.status in _BATCH_ENDED
+        return ended, {"processing": 0 if ended else total - done - failed, "succeeded": done, "errored": failed}
+
+    async def batch_results(self, batch_id: str, stops: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+        """custom id -> the response (stops cut as a streamed call's are), or why not. A batch the
+        server failed (its input refused) is a ``ModelError`` that ends the run."""
+        import openai
+
+        batch = await self._retrieve(batch_id)
+        if batch.status == "failed":
+            errors = getattr(batch.errors, "data", None) or []
+            said = "; ".join(f"{getattr(e, 'code', '')}: {getattr(e, 'message', '')}" for e in errors[:3])
+            raise ModelError(f"{self.name}: batch {batch_id} failed ({said or 'no reason given'})")
+        out: dict[str, Any] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            if not file_id:
+                continue
+            try:
+                content = await self._client.files.content(file_id)
+            except openai.APIStatusError as exc:
+                raise self._error(exc) from exc
+            for line in content.text.splitlines():
+                if line.strip():
+                    custom_id, result = self._batch_line(line, stops)
+                    if custom_id is not None:
+                        out[custom_id] = result
+        return out
+
+    def _batch_line(self, line: str, stops: dict[str, tuple[str, ...]]) -> tuple[str | None, Any]:
+        try:
+            record = json.loads(line)
+            custom_id = record.get("custom_id")
+        except (ValueError, AttributeError):
+            return None, None
+        if not isinstance(custom_id, str):
+            return None, None
+        response = record.get("response") or {}
+        if record.get("error") or not isinstance(response, dict) or response.get("status_code") != 200:
+            return custom_id, f"batch result error: {record.get('error') or response.get('status_code')}"
+        body = response.get("body")
+        try:
+            return custom_id, completion_response(body, stops.get(custom_id, ()))
+        except (MalformedResponse, ModelError, *_PARSE_ERRORS) as exc:
+            return custom_id, f"batch result unreadable: {type(exc).__name__}: {exc}"
+
+    async def _retrieve(self, batch_id: str) -> Any:
+        import openai
+
+        try:
+            return await self._client.batches.retrieve(batch_id)
+        except openai.APIStatusError as exc:
+            raise self._error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(f"{self.name}: cannot reach {self.endpoint}: {exc}", retryable=True) from exc
+
+    def _error(self, exc: Any) -> ModelError:
+        status = exc.status_code
+        return ModelError(
+            f"{self.name}: HTTP {status}: {exc.message}",
+            status=status,
+            retryable=status in (408, 409, 429) or status >= 500,
+            retry_after=retry_after_s(exc.response.headers),
+        )
+
+
+_BATCH_ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+def completion_response(body: Any, stops: tuple[str, ...]) -> ModelResponse:
+    """A whole (not streamed) chat completion or completion, read as its stream would be: one
+    chunk with the whole delta, then the usage (so the checks and the stops are the stream's)."""
+    if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+        raise MalformedResponse(f"a batch result's body is not a completion: {str(body)[:200]}")
+    chat = body.get("object") == "chat.completion" or any(
+        "message" in c for c in body["choices"] if isinstance(c, dict)
+    )
+    choices = []
+    for choice in body["choices"]:
+        if not isinstance(choice, dict):
+            raise MalformedResponse(f"a choice is {choice!r}, not an object")
+        fields = {"index": choice.get("index", 0), "finish_reason": choice.get("finish_reason")}
+        if chat:
+            message = choice.get("message") or {}
+            calls = [{**c, "index": i} for i, c in enumerate(message.get("tool_calls") or [])]
+            fields["delta"] = _namespace({"content": message.get("content"), "tool_calls": calls or None})
+        else:
+            fields["text"] = choice.get("text")
+        choices.append(_namespace(fields))
+    mapper = StreamMapper(stops, chat=chat)
+    head = {"id": body.get("id"), "model": body.get("model")}
+    events = mapper.feed(_chunk(head, choices))
+    if body.get("usage") is not None:
+        events += mapper.feed(_chunk({**head, "usage": _namespace(body["usage"])}, []))
+    events += mapper.finish()
+    return collect(events)
+
+
+def _chunk(fields: dict[str, Any], choices: list[Any]) -> Any:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**{"usage": None, **fields, "choices": choices})
+
+
+def _namespace(value: Any) -> Any:
+    """JSON as attribute objects (what the SDK's chunk models offer the mapper)."""
+    from types import SimpleNamespace
+
+    if isinstance(value, dict):
+        return SimpleNamespace(**{k: _namespace(v) for k, v in value.items() if isinstance(k, str)})
+    if isinstance(value, list):
+        return [_namespace(v) for v in value]
+    return value
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

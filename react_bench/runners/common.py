@@ -183,7 +183,8 @@ def text_request(
     else:
         instruction = TextBlock("\n" + CONTINUE_INSTRUCTION.format(suffix=suffix.strip()))
         messages = (Message("user", (*blocks, instruction)),)
-    return replace(decoding, messages=messages, stop=api_stops, cache_points=points)
+    shared = int(0 in cache_after and 0 in kept)  # part 0, the instruction and exemplars: every example's
+    return replace(decoding, messages=messages, stop=api_stops, cache_points=points, shared_cache_points=shared)
 
 
 def completion_text(model: ModelClient, response: ModelResponse, suffix: str, stop: Sequence[str]) -> str:

@@ -95,6 +95,7 @@ class ToolUsePolicy:
             # The API refuses temperature together with extended thinking.
             temperature=None if thinking is not None else self.temperature,
             cache_points=tuple(dict.fromkeys(points)),
+            shared_cache_points=1 if shots else 0,  # the exemplars' end: every example's prefix
         )
 
     async def _viewed(

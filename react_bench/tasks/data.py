@@ -40,18 +40,40 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from react_bench.errors import ConfigError
 from react_bench.paths import cache_dir
 from react_bench.tasks.base import DataError, DataFormatError, Pool, TaskConfig
 
-if TYPE_CHECKING:
-    from react_bench.tasks.hubdata import Recipe
+
+class Recipe(Protocol):
+    """How a task's files are built where no data folder is found (``tasks.hubdata.Recipe``)."""
+
+    @property
+    def files(self) -> Mapping[str, str]:
+        """Split (and "wiki") -> the file, in the built folder."""
+        ...
+
+    def build(self) -> Path:
+        """The built folder, built first where there is none."""
+        ...
+
+
+SOURCE_JSON = "source.json"  # beside built files: what they were built from (tasks.hubdata)
+
+
+def origin_of(path: Path) -> dict[str, Any] | None:
+    """The ``source.json`` beside a built file (None for a prepared folder's files)."""
+    record = path.parent / SOURCE_JSON
+    if not record.is_file():
+        return None
+    data = json.loads(record.read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else None
 
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -102,9 +124,7 @@ def locate(config: TaskConfig, key: str, files: dict[str, str], recipe: Recipe |
     """``files[key]`` in the data folder; where none is found (and ``source`` is not ``local``),
     the file ``recipe`` builds from the hub, built on first use (``tasks.hubdata``)."""
     if recipe is not None and config.source != "local" and find_data_dir(config.data_dir) is None:
-        from react_bench.tasks import hubdata
-
-        return hubdata.ensure_built(recipe) / recipe.files[key]
+        return recipe.build() / recipe.files[key]
     return resolve_data_dir(config.data_dir) / files[key]
 
 
@@ -379,7 +399,7 @@ def resolve_pool(
         return hub_pool()
     if recipe is not None and config.source != "local" and find_data_dir(config.data_dir) is None:
         path = locate(config, config.split, files, recipe)  # built from the hub on first use
-        return dataclasses.replace(local_pool(path), origin=_origin(path))
+        return dataclasses.replace(local_pool(path), origin=origin_of(path))
     try:
         path = resolve_data_dir(config.data_dir) / rel
         if not path.is_file():
@@ -395,12 +415,6 @@ def resolve_pool(
                 f"{task} {config.split}: no local data ({local_err}) and no hub ({hub_err}). "
                 + _WHAT_TO_SET.format(rel=rel)
             ) from None
-
-
-def _origin(path: Path) -> dict[str, Any] | None:
-    from react_bench.tasks import hubdata
-
-    return hubdata.origin_of(path)
 
 
 _WHAT_TO_SET = f"Set data_dir or {ENV_DATA_DIR} to a folder holding {{rel}}, or task.data_file to the file itself"

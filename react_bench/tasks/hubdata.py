@@ -47,10 +47,9 @@ from typing import Any, TextIO
 from react_bench.paths import cache_dir
 from react_bench.redact import without_userinfo
 from react_bench.tasks.base import DataError
-from react_bench.tasks.data import DataUnavailableError, HubSpec, check_hub
+from react_bench.tasks.data import SOURCE_JSON, DataUnavailableError, HubSpec, check_hub
 
 BUILD_VERSION = 1
-SOURCE_JSON = "source.json"
 
 
 @dataclass(frozen=True)
@@ -63,6 +62,9 @@ class Recipe:
     write: Callable[[list[Any], Path], dict[str, int]]  # datasets in, files written, counts out
     files: Mapping[str, str]  # split (and "wiki") -> the file it is read from, in the task's folder
 
+    def build(self) -> Path:
+        return ensure_built(self)
+
 
 def built_root() -> Path:
     return cache_dir() / "data" / f"v{BUILD_VERSION}"
@@ -72,15 +74,6 @@ def built_folder(recipe: Recipe) -> Path | None:
     """The task's built folder where a finished build is there."""
     folder = built_root() / recipe.task
     return folder if (folder / SOURCE_JSON).is_file() else None
-
-
-def origin_of(path: Path) -> dict[str, Any] | None:
-    """The ``source.json`` beside a built file (None for a prepared folder's files)."""
-    record = path.parent / SOURCE_JSON
-    if not record.is_file():
-        return None
-    data = json.loads(record.read_text(encoding="utf-8"))
-    return data if isinstance(data, dict) else None
 
 
 def ensure_built(recipe: Recipe, out: TextIO | None = None) -> Path:

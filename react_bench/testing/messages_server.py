@@ -259,10 +259,17 @@ def _cache_breakpoints(body: Mapping[str, Any]) -> str | None:
     blocks += body["system"] if isinstance(body.get("system"), list) else []
     for message in body["messages"]:
         blocks += message.get("content") if isinstance(message.get("content"), list) else []
-    found = sum(1 for b in blocks if isinstance(b, Mapping) and b.get("cache_control")) + bool(
-        body.get("cache_control")
-    )
-    return f"A maximum of 4 blocks with cache_control may be provided. Found {found}." if found > 4 else None
+    marks = [b["cache_control"] for b in blocks if isinstance(b, Mapping) and b.get("cache_control")]
+    found = len(marks) + bool(body.get("cache_control"))
+    if found > 4:
+        return f"A maximum of 4 blocks with cache_control may be provided. Found {found}."
+    lifetimes = [m.get("ttl", "5m") if isinstance(m, Mapping) else "5m" for m in marks]
+    if any(m not in ("5m", "1h") for m in lifetimes):
+        return "cache_control.ttl: Input should be '5m' or '1h'"
+    if "1h" in lifetimes[lifetimes.index("5m") :] if "5m" in lifetimes else False:
+        # the API: a longer lifetime's breakpoints come before a shorter one's
+        return "a cache_control with ttl '1h' must not come after one with ttl '5m'"
+    return None
 
 
 def _content(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:

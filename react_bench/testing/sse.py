@@ -25,8 +25,10 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import os
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -63,8 +65,8 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def _usage_json(usage: Usage, output_tokens: int | None = None) -> dict[str, int]:
-    data = usage.to_dict()
+def _usage_json(usage: Usage, output_tokens: int | None = None) -> dict[str, Any]:
+    data = api_usage(usage)
     if output_tokens is not None:
         data["output_tokens"] = output_tokens
     return data
@@ -163,13 +165,15 @@ class CacheSimulator:
       breakpoint), and plain input tokens (the rest), reported separately.
     """
 
-    def __init__(self, min_tokens: int | None = None) -> None:
+    def __init__(self, min_tokens: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.min_tokens = min_tokens
-        self._written: set[str] = set()
+        self.clock = clock  # a test may move time on: entries live 5 minutes, or 1 hour (ttl "1h")
+        self._written: dict[str, tuple[float, float]] = {}  # prefix hash -> (when it expires, its lifetime)
 
     def usage(self, body: Mapping[str, Any]) -> Usage:
         from react_bench.models.capabilities import min_cache_tokens
 
+        now = self.clock()
         segments = list(_segments(body))
         tokens = [estimate_tokens(_strip_cc(s)) for s in segments]
         hashes, running = [], hashlib.sha256(str(body.get("model")).encode())
@@ -179,27 +183,61 @@ class CacheSimulator:
                 running.update(json.dumps([body.get("tool_choice"), body.get("thinking")], sort_keys=True).encode())
             running.update(json.dumps(_strip_cc(segment), sort_keys=True).encode())
             hashes.append(running.copy().hexdigest())
-        marks = sorted({i for i, s in enumerate(segments) if isinstance(s, Mapping) and s.get("cache_control")})
+        lifetimes = {i: _lifetime(s.get("cache_control")) for i, s in enumerate(segments) if isinstance(s, Mapping)}
+        marks = sorted(i for i, life in lifetimes.items() if life)
         if body.get("cache_control") and segments:
+            lifetimes[len(segments) - 1] = _lifetime(body["cache_control"])
             marks = sorted({*marks, len(segments) - 1})
         hit = -1
         for mark in marks:
             for end in range(mark, max(-1, mark - LOOKBACK_BLOCKS - 1), -1):
-                if hashes[end] in self._written:
+                expires, life = self._written.get(hashes[end], (-math.inf, 0.0))
+                if expires > now:
                     hit = max(hit, end)
+                    self._written[hashes[end]] = (now + life, life)  # a read refreshes the entry, free
                     break
         minimum = self.min_tokens if self.min_tokens is not None else min_cache_tokens(str(body.get("model")))
         prefix = [sum(tokens[: i + 1]) for i in range(len(tokens))]
         written = [m for m in marks if prefix[m] >= minimum]
-        self._written.update(hashes[m] for m in written)
-        last_write = max(written, default=-1)
+        for m in written:
+            self._written[hashes[m]] = (now + lifetimes[m], lifetimes[m])
         read = prefix[hit] if hit >= 0 else 0
-        created = prefix[last_write] - read if last_write > hit else 0
+        created = long = 0
+        start = read
+        for m in written:
+            if m > hit and prefix[m] > start:  # each breakpoint's new segment, at its lifetime's rate
+                created += prefix[m] - start
+                long += prefix[m] - start if lifetimes[m] >= HOUR_S else 0
+                start = prefix[m]
         return Usage(
             input_tokens=sum(tokens) - read - created,
             cache_creation_input_tokens=created,
             cache_read_input_tokens=read,
+            cache_creation_1h_input_tokens=long,
         )
+
+
+FIVE_MINUTES_S = 300.0
+HOUR_S = 3600.0
+
+
+def _lifetime(cache_control: Any) -> float:
+    """Seconds a ``cache_control`` keeps its prefix (0: no breakpoint)."""
+    if not isinstance(cache_control, Mapping):
+        return 0.0
+    return HOUR_S if cache_control.get("ttl") == "1h" else FIVE_MINUTES_S
+
+
+def api_usage(usage: Usage) -> dict[str, Any]:
+    """``usage`` as the API sends it: the cache writes also broken down by lifetime."""
+    data: dict[str, Any] = usage.to_dict()
+    data.pop("cache_creation_1h_input_tokens", None)
+    long = usage.cache_creation_1h_input_tokens
+    data["cache_creation"] = {
+        "ephemeral_5m_input_tokens": usage.cache_creation_input_tokens - long,
+        "ephemeral_1h_input_tokens": long,
+    }
+    return data
 
 
 def prompt_tokens(body: Mapping[str, Any]) -> int:
@@ -354,5 +392,5 @@ def build_message(reply: Reply, body: Mapping[str, Any], *, number: int, cache: 
         "content": content,
         "stop_reason": stop_reason.value,
         "stop_sequence": stop_sequence,
-        "usage": usage.to_dict(),
+        "usage": api_usage(usage),
     }
