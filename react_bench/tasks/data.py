@@ -75,6 +75,7 @@ def origin_of(path: Path) -> dict[str, Any] | None:
     data = json.loads(record.read_text(encoding="utf-8"))
     return data if isinstance(data, dict) else None
 
+
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _DEFAULT_DIRS = (Path("data"), Path("..") / "shared" / "data")
