@@ -24,9 +24,13 @@ beneath the request cache (``BatchExecutor`` in evaluate.py puts it there):
   for that batch (polled and collected by its id), so no request is sent twice or paid twice.
 - **Price**: the responses of this run's batches (``responses`` in ``batches.json``) are priced
   at half (``batch_response_ids``; evaluate's ``_costs``), prompt-cache reads and writes as the
-  API bills them. ``max_cost_usd`` admits examples as in a live run (each in flight reserves
-  the dearest finished one's cost, the dry-run estimate before any has finished): an example
-  past the budget never opens a lane, so its requests are never submitted (exit 4, resumable).
+  API bills them.
+- **Budget** (``max_cost_usd``): every example starts (none reserves its estimate, which would
+  keep the others out of its rounds), unless what was spent already passes the budget with one
+  more; no round is submitted once what was spent, plus the round's requests at the mean half
+  price of the answers so far, would pass the budget. The episodes then waiting end unrecorded
+  (``OverBudget``): the run stops with exit 4, and a resumed run with a larger budget goes on,
+  the answers already paid for served from the request cache.
 - **Progress**: lines above the progress bar: each round as it goes and comes back
   (``batch round 4/8: 312 request(s) in 1 batch(es)``; 8: the most rounds the run can take),
   and at each poll of a long one ``batch round 4/8: 312 waiting, batch in progress 3 min``.
@@ -52,7 +56,7 @@ from react_bench.models.base import BatchClient, ModelClient, ModelError, ModelL
 from react_bench.models.cache import CachedModel, write_entry
 from react_bench.models.collector import response_to_events
 from react_bench.models.stack import ModelStack
-from react_bench.types import ModelResponse, response_to_dict
+from react_bench.types import ModelResponse, Usage, response_to_dict
 
 BATCHES = "batches.json"
 _CACHE_KEY = re.compile(r"[0-9a-f]{16,128}")  # a request cache key (its file's name): what a custom_id is
@@ -124,6 +128,11 @@ class RoundBatcher(ModelLayer):
     _driver: asyncio.Task[None] | None = None
     _collectors: list[asyncio.Task[None]] = field(default_factory=list)
     _state: dict[str, Any] = field(default_factory=dict)
+    _budget: float | None = None  # max_cost_usd, less what earlier runs of this folder spent
+    _price: Callable[[Usage], float | None] | None = None  # an answer's full price
+    _spent: float = 0.0  # what this run's batch answers cost (half price)
+    _answered: int = 0
+    _stopped: str | None = None  # why no round goes any more
 
     # --- the run's side -------------------------------------------------------------------------
 
@@ -139,6 +148,10 @@ class RoundBatcher(ModelLayer):
                 self._pending[cid] = loop.create_future()
             self._collectors.append(asyncio.create_task(self._collect_old(batch)))
         self._driver = asyncio.create_task(self._drive())
+
+    def limit(self, max_cost_usd: float, spent_before: float, price: Callable[[Usage], float | None]) -> None:
+        """The run's budget (module docstring); ``spent_before``: what the folder's records spent."""
+        self._budget, self._price = max_cost_usd - spent_before, price
 
     def stop(self) -> None:
         for task in [self._driver, *self._collectors]:
@@ -166,6 +179,8 @@ class RoundBatcher(ModelLayer):
             async for item in stream_response(self.inner, request):
                 yield item
             return
+        if self._stopped is not None:
+            raise OverBudget(self._stopped)
         cid = self.cache.path(request).stem
         lane.waiting += 1
         try:
@@ -209,6 +224,12 @@ class RoundBatcher(ModelLayer):
                 return  # every episode waiting was told; the run ends
 
     async def _round(self, queue: dict[str, _Waiting]) -> None:
+        if self._over_budget(len(queue)):
+            for waiting in queue.values():
+                for future in waiting.futures:
+                    if not future.done():
+                        future.set_exception(OverBudget(self._stopped or ""))
+            return
         live = {cid: w for cid, w in queue.items() if w.tries >= MAX_BATCH_TRIES}
         batched = {cid: w for cid, w in queue.items() if cid not in live}
         for cid, waiting in live.items():
@@ -291,6 +312,18 @@ class RoundBatcher(ModelLayer):
                     future.set_exception(refused)
         raise refused
 
+    def _over_budget(self, requests: int) -> bool:
+        if self._budget is None or self._stopped is not None:
+            return self._stopped is not None
+        mean = self._spent / self._answered if self._answered else 0.0
+        if self._spent + requests * mean > self._budget:
+            self._stopped = (
+                f"max_cost_usd: {self._spent:.4f} USD spent in {self.rounds} rounds; the next round of {requests} "
+                f"requests (about {requests * mean:.4f} USD) would pass the budget"
+            )
+            self._say(f"batch: {self._stopped}; no more rounds")
+        return self._stopped is not None
+
     def _requeue(self, cid: str, waiting: _Waiting) -> None:
         queued = self._queue.setdefault(cid, _Waiting(waiting.request, tries=waiting.tries))
         queued.futures += waiting.futures
@@ -327,6 +360,9 @@ class RoundBatcher(ModelLayer):
                 write_entry(self.cache.directory / cid[:2] / f"{cid}.json", response_to_dict(result))
                 entry["responses"].append(result.id)
                 self.batched.add(result.id)
+                price = self._price(result.usage) if self._price is not None else None
+                self._spent += 0.5 * (price or 0.0)
+                self._answered += 1
         for cid in stops:  # asked for and not in the results: the API lost it; asked again
             kept.setdefault(cid, "batch result missing")
         entry["collected"] = True
@@ -375,6 +411,10 @@ class BatchRefused(ConfigError):
             f"batch=true: the Message Batches API failed ({reason}); {kept}. Resume to try the batches again, "
             "or run without batch=true for live calls"
         )
+
+
+class OverBudget(Exception):  # noqa: N818 - what it says, as the run reports it
+    """``max_cost_usd``: the rounds stopped before this request; its example is not recorded."""
 
 
 class _Retry(Exception):

@@ -156,19 +156,30 @@ class Budget:
     finished: list[float]
     in_flight: dict[str, float]
     skipped: list[str]
+    # each example in flight reserves the estimate, and one that cannot fit it is not started;
+    # not under batch=true, whose rounds check the budget themselves (a reservation would keep
+    # the examples out of the same rounds, and an upper bound would start none of a small budget)
+    reserve: bool = True
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     @staticmethod
     def start(
-        limit: float, model: str, solver: Solver, run_dir: Any, question: str, caching: tuple[bool, int]
+        limit: float,
+        model: str,
+        solver: Solver,
+        run_dir: Any,
+        question: str,
+        caching: tuple[bool, int],
+        batch: bool = False,
     ) -> Budget:
+        """``batch``: the estimate at the Batches API's half price."""
         if calls_cost_usd(model, [Usage(input_tokens=1, output_tokens=1)]) is None:
             raise ConfigError(f"max_cost_usd: {model} has no price in the capability table; a budget needs one")
         spent = [r.get("cost_usd") or 0.0 for r in read_records(run_dir)]
         cached, minimum = caching
         first = estimate_example(solver, question, caching=cached, minimum=minimum, exemplars_cached=False)
-        estimate = calls_cost_usd(model, [first.usage]) or 0.0
-        return Budget(limit, float(sum(spent)), estimate, [], {}, [])
+        estimate = (calls_cost_usd(model, [first.usage]) or 0.0) * (0.5 if batch else 1.0)
+        return Budget(limit, float(sum(spent)), estimate, [], {}, [], reserve=not batch)
 
     def estimate(self) -> float:
         return max(self.finished) if self.finished else self.first_estimate
@@ -177,13 +188,21 @@ class Budget:
         async with self._changed:
             while True:
                 estimate = self.estimate()
-                if self.spent + estimate > self.limit:
+                # batch rounds (no reservation) stop at the round; only a budget already spent stops here
+                if self.spent + (estimate if self.reserve else 0.0) > self.limit or self.spent >= self.limit:
                     self.skipped.append(example_id)
                     return False
-                if self.spent + (len(self.in_flight) + 1) * estimate <= self.limit:
+                if not self.reserve or self.spent + (len(self.in_flight) + 1) * estimate <= self.limit:
                     self.in_flight[example_id] = estimate
                     return True
                 await self._changed.wait()  # an example in flight finishes: spent and estimate are measured
+
+    async def give_up(self, example_id: str) -> None:
+        """An example admitted but stopped before it finished (batch rounds past the budget)."""
+        async with self._changed:
+            self.in_flight.pop(example_id, None)
+            self.skipped.append(example_id)
+            self._changed.notify_all()
 
     async def done(self, example_id: str, cost: float | None) -> None:
         async with self._changed:

@@ -265,8 +265,17 @@ class Run:
             budget = None
             if cfg.max_cost_usd is not None and todo:
                 budget = Budget.start(
-                    cfg.max_cost_usd, self.model.name, self.solver, run_dir, todo[0].question, _caching(cfg)
+                    cfg.max_cost_usd,
+                    self.model.name,
+                    self.solver,
+                    run_dir,
+                    todo[0].question,
+                    _caching(cfg),
+                    batch=cfg.batch,
                 )
+                if isinstance(executor, BatchExecutor) and executor.batcher is not None:
+                    model_name = self.model.name
+                    executor.batcher.limit(cfg.max_cost_usd, budget.spent, lambda u: cost_usd(model_name, u))
             n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas)
         finally:
             executor.close()
@@ -391,7 +400,7 @@ class Run:
         on_event = None if not sinks else (sinks[0] if len(sinks) == 1 else functools.partial(_fan_out, sinks))
 
         finished = 0
-        from react_bench.batch import batch_response_ids
+        from react_bench.batch import OverBudget, batch_response_ids
 
         # the ids of the responses from this run's batches (half price); batch rounds add theirs as they come
         batched = executor.batcher.batched if isinstance(executor, BatchExecutor) else batch_response_ids(run_dir)
@@ -404,7 +413,12 @@ class Run:
                 sink = None if on_event is None else functools.partial(on_event, example.id)
                 if printer is not None:
                     printer.begin(example.id, example.question, example.gold)
-                solved = await executor.solve(example, sink)
+                try:
+                    solved = await executor.solve(example, sink)
+                except OverBudget:  # batch rounds: the budget stopped the rounds before this one finished
+                    if budget is not None:
+                        await budget.give_up(attempt_key(example.id, example.epoch))
+                    return  # left for a resumed run with a larger budget
                 record = self.record(example, solved, batched)
                 if budget is not None:
                     await budget.done(attempt_key(example.id, example.epoch), record.cost_usd)

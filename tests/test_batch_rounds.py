@@ -415,3 +415,46 @@ async def test_react_im_on_generated_alfworld_games_in_rounds(tmp_path, monkeypa
     assert len(batched) == 3 and [r["steps"] for r in batched.values()] == [5, 5, 5]
     assert {k: steady(v) for k, v in batched.items()} == {k: steady(v) for k, v in live.items()}
     assert streamed == [] and len(ids) == len(set(ids)) == sum(r["calls"] for r in batched.values())
+
+
+async def test_the_budget_stops_the_rounds_and_resume_goes_on(tmp_path, monkeypatch):
+    """max_cost_usd: no round goes once it would pass the budget; the examples waiting are left
+    unrecorded (exit 4's count); resumed with a larger budget, the run finishes, and no request
+    was sent twice (the answers paid for come from the request cache)."""
+    n = 8
+    golds = gold_answers(n)
+    with MessagesServer(responder=Mixed(golds)) as server:
+        whole = await evaluate(
+            config(server, tmp_path, "whole", n, "react", "text", batch=True, batch_poll_s=0.01), out=io.StringIO()
+        )
+        full = whole.metrics["cost_usd"]["spent"]
+    monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path / "cache-budget"))
+    with MessagesServer(responder=Mixed(golds)) as server:
+        limit = 0.8 * full
+        out = io.StringIO()
+        stopped = await evaluate(
+            config(server, tmp_path, "b", n, "react", "text", batch=True, batch_poll_s=0.01, max_cost_usd=limit),
+            out=out,
+        )
+        assert 0 < stopped.n_over_budget < n and "no more rounds" in out.getvalue()
+        spent = stopped.metrics["cost_usd"]["spent"]
+        assert spent <= limit and billed_usd(server) <= limit  # what the records say, and what was billed
+        resumed = await evaluate(
+            config(
+                server,
+                tmp_path,
+                "b",
+                n,
+                "react",
+                "text",
+                batch=True,
+                batch_poll_s=0.01,
+                max_cost_usd=2 * full,
+                resume=True,
+            ),
+            out=io.StringIO(),
+        )
+        ids = sent_ids(server)
+    assert resumed.n_over_budget == 0 and len(records(resumed.run_dir)) == n
+    assert len(ids) == len(set(ids))  # nothing sent twice across the two runs
+    assert resumed.metrics["cost_usd"]["spent"] == pytest.approx(billed_usd(server))
