@@ -188,4 +188,5 @@ class LimitedModel(ModelLayer):
 def estimate_input_tokens(request: ModelRequest) -> int:
     """About four characters a token, over everything the request sends."""
     data = dataclasses.asdict(request)
+    del data["shared_cache_points"]  # a marker for the client, never sent
     return max(1, len(json.dumps(data, default=sorted, ensure_ascii=False)) // 4)
