@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,21 @@ def eval_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         timeout=300,
+    )
+
+
+def eval_without_a_key(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """scripts/eval.py with no Anthropic key and the API unreachable: what a dry run needs (nothing)."""
+    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"
+    }
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
     )
 
 

@@ -31,7 +31,7 @@ from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from react_bench.testing.walker import Walk, WalkResponder, asks_a_step, question_of
 from react_bench.types import Usage
-from tests.support import REPO
+from tests.support import REPO, eval_without_a_key
 from tests.support_oracle import gold_answers
 
 KEY_ENV = "REACT_BENCH_TEST_BATCH_KEY"
@@ -290,26 +290,15 @@ async def test_rounds_minutes_apart_keep_the_prompt_cache_with_the_1h_lifetime(t
 
 
 def test_a_dry_run_with_batch_prices_half_and_counts_rounds(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"
-    }
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "eval.py"),
-            "model=claude-haiku-4-5",
-            "mode=react_cot_sc",
-            "n=3",
-            "dry_run=true",
-            "batch=true",
-            f"results_dir={tmp_path}",
-            "run_id=dry",
-        ],
-        capture_output=True,
-        text=True,
+    done = eval_without_a_key(
+        "model=claude-haiku-4-5",
+        "mode=react_cot_sc",
+        "n=3",
+        "dry_run=true",
+        "batch=true",
+        f"results_dir={tmp_path}",
+        "run_id=dry",
         timeout=300,
-        env=env,
-        cwd=REPO,
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(next(tmp_path.rglob("dry_run.json")).read_text())

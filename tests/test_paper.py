@@ -5,35 +5,15 @@ written for an hour), hours from each run's rounds."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 
 from react_bench.paper import PARTS
-from tests.support import REPO
+from tests.support import eval_without_a_key
 
 
 def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
     # no key: a price sends nothing, so it needs none (and an unreachable server, to be sure)
-    env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {
-        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"
-    }
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(REPO / "scripts" / "eval.py"),
-            "experiment=paper",
-            "model=claude-haiku-4-5",
-            "dry_run=true",
-            "batch=true",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=REPO,
-    )
+    done = eval_without_a_key("experiment=paper", "model=claude-haiku-4-5", "dry_run=true", "batch=true")
     assert done.returncode == 0, done.stderr
     rows = {}
     for line in done.stdout.splitlines():
