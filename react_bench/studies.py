@@ -604,8 +604,6 @@ def frontier(runs: Any) -> Any:
         points = []
         for r in group.itertuples():
             spent = float(r.cost_usd) if priced else float(r.tokens_in + r.tokens_out)
-            if spent != spent:  # NaN: a run whose tokens are not known cannot be placed (nor order the rest)
-                continue
             points.append(
                 {
                     "task": task,

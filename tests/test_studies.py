@@ -377,8 +377,9 @@ def test_the_frontier_places_every_run_by_cost_and_score(three_runs: Path, tmp_p
     points = frontier(runs)
     assert len(points) == 3 and set(points["measure"]) == {"tokens"}
     by_run = {p.run.split("/")[0]: p for p in points.itertuples()}
-    for p in points.itertuples():  # the definition, checked against every other point
-        cheaper_or_equal = points[(points["per_example"] <= p.per_example) & (points["run_id"] != p.run_id)]
+    for p in points.itertuples():  # the definition, checked against every other point (two runs of
+        # different modes started within one second share a run id: the row tells them apart)
+        cheaper_or_equal = points[(points["per_example"] <= p.per_example) & (points.index != p.Index)]
         dominated = bool(len(cheaper_or_equal)) and cheaper_or_equal["mean"].max() >= p.mean
         assert p.on_frontier == (not dominated), p.run
     ordered = points.sort_values("per_example")
