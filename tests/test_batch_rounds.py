@@ -367,7 +367,6 @@ async def test_an_openai_compatible_server_without_the_batch_api_is_refused_in_o
         assert not [p for p, _ in server.requests if p.endswith("completions")]  # nothing ran live instead
 
 
-
 async def test_the_budget_stops_the_rounds_and_resume_goes_on(tmp_path, monkeypatch):
     """max_cost_usd: no round goes once it would pass the budget; the examples waiting are left
     unrecorded (exit 4's count); resumed with a larger budget, the run finishes, and no request
