@@ -120,7 +120,6 @@ class RoundBatcher(ModelLayer):
     rounds: int = 0
     most: int = 0  # the most rounds the run can take (estimate.rounds), for "round 4/8"
     say: Callable[[str], None] | None = None  # the progress bar's line writer, once there is one
-    _lanes: set[int] = field(default_factory=set)
     _open: dict[int, _Lane] = field(default_factory=dict)
     _queue: dict[str, _Waiting] = field(default_factory=dict)
     _pending: dict[str, asyncio.Future[ModelResponse]] = field(default_factory=dict)  # old batches' requests

@@ -44,13 +44,17 @@ PROMPTS = {
 }
 
 
-def eval_py(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
+def eval_py(
+    *args: str, cwd: Path = REPO, env: dict[str, str] | None = None, timeout: int = 300, bar: bool = False
+) -> subprocess.CompletedProcess:
+    """scripts/eval.py; ``bar=False`` adds ``progress=false`` (experiment=paper takes no such setting)."""
     return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, "progress=false"],
+        [sys.executable, str(REPO / "scripts" / "eval.py"), *args, *([] if bar else ["progress=false"])],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
+        env=env,
     )
 
 
@@ -59,14 +63,7 @@ def eval_without_a_key(*args: str, timeout: int = 600) -> subprocess.CompletedPr
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"
     }
-    return subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "eval.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-        cwd=REPO,
-    )
+    return eval_py(*args, env=env, timeout=timeout, bar=True)
 
 
 def records(run_dir: Path) -> list[dict]:
