@@ -293,6 +293,28 @@ async def test_an_unknown_command_is_nothing_happens_and_the_tools_reach_the_gam
     env.close()
 
 
+
+async def test_episodes_reset_and_step_their_games_at_once_as_one_by_one(eval_games: list[Example]) -> None:
+    """All of a run's episodes start together under batch rounds: engines reset and stepped at
+    once in worker threads give what they give one by one (the engine's parsers keep global state;
+    without ``env.ENGINE`` most of them fail with ``IndexError``/``TypeError``)."""
+    import asyncio
+
+    from react_bench.envs.alfworld.env import ALFWorldFactory
+
+    async def play(example: Example) -> tuple[str, str, str]:
+        env = ALFWorldFactory()()
+        try:
+            first = await env.reset(example)
+            return first.text, (await env.step(alfworld_action("look"))).text, (await env.step(Action("inventory", {}))).text
+        finally:
+            env.close()
+
+    games = eval_games[:4]
+    one_by_one = [await play(example) for example in games]
+    at_once = await asyncio.gather(*(play(example) for example in games))
+    assert list(at_once) == one_by_one and len({first for first, _, _ in one_by_one}) == len(games)
+
 CORRUPT = {
     "game.tw-pddl not JSON": ("game.tw-pddl", b"{not json"),
     "game.tw-pddl truncated": ("game.tw-pddl", None),  # the first half of the real file

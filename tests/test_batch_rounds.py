@@ -367,6 +367,45 @@ async def test_an_openai_compatible_server_without_the_batch_api_is_refused_in_o
         assert not [p for p, _ in server.requests if p.endswith("completions")]  # nothing ran live instead
 
 
+@pytest.mark.slow  # the generated games are built first (about a minute, once per session)
+async def test_react_im_on_generated_alfworld_games_in_rounds(tmp_path, monkeypatch):
+    """ReAct-IM on generated ALFWorld games (the game engine stepping between rounds): the live
+    run's trajectories, every request in a batch."""
+    from react_bench.tasks.alfworld import AlfworldConfig
+    from tests.support import composed
+
+    moves = (" look", " inventory", " think: To solve the task, I need to find the goal first.")
+
+    def respond(body: dict[str, Any]) -> Reply:  # a function of the conversation's text alone
+        said = [b.get("text", "") for m in body["messages"] for b in m["content"] if isinstance(b, dict)]
+        return Reply.text(moves[len("".join(said)) % len(moves)])
+
+    runs = {}
+    for batch in (False, True):
+        monkeypatch.setenv("REACT_BENCH_REQUEST_CACHE", str(tmp_path / f"cache-{batch}"))
+        with MessagesServer(responder=respond) as server:
+            base = RunConfig.from_mapping(
+                composed("task=alfworld", "mode=react_im", "protocol=custom", "max_steps=5", "n=3")
+            )
+            cfg = replace(
+                base,
+                env=AlfworldConfig(games=12, train_games=18, seed=0),
+                model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
+                results_dir=tmp_path,
+                run_id=f"im-{batch}",
+                progress=False,
+                batch=batch,
+                batch_poll_s=0.01,
+            )
+            result = await evaluate(cfg, out=io.StringIO())
+            streamed = [r.path for r in server.requests if r.path == "/v1/messages"]
+            runs[batch] = (records(result.run_dir), streamed, sent_ids(server))
+    (live, _, _), (batched, streamed, ids) = runs[False], runs[True]
+    assert len(batched) == 3 and [r["steps"] for r in batched.values()] == [5, 5, 5]
+    assert {k: steady(v) for k, v in batched.items()} == {k: steady(v) for k, v in live.items()}
+    assert streamed == [] and len(ids) == len(set(ids)) == sum(r["calls"] for r in batched.values())
+
+
 async def test_the_budget_stops_the_rounds_and_resume_goes_on(tmp_path, monkeypatch):
     """max_cost_usd: no round goes once it would pass the budget; the examples waiting are left
     unrecorded (exit 4's count); resumed with a larger budget, the run finishes, and no request

@@ -23,6 +23,7 @@ end (``close``, which the solver calls after every episode).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,9 +203,17 @@ class ALFWorldEnv:
             self.game = None
 
 
+ENGINE = threading.Lock()
+"""One engine call at a time in a process. The engine is not thread-safe: TextWorld's TatSu
+parsers and Fast Downward's translator keep module-level state, and two games reset at once in
+worker threads fail (``IndexError: pop from empty list``, ``FailedToken``; two of three episodes
+whenever all of a run's episodes start together, as in batch rounds). The calls hold the GIL
+almost throughout, so the lock costs next to nothing."""
+
+
 @dataclass
 class Game:
-    """One game's engine for one episode."""
+    """One game's engine for one episode; its calls hold ``ENGINE``."""
 
     gamefile: Path
     env: Any = None
@@ -212,20 +221,23 @@ class Game:
     def reset(self) -> str:
         from react_bench.envs.alfworld.engine import make_env
 
-        if self.env is None:
-            self.env = make_env(self.gamefile)
-        obs, _ = self.env.reset()
+        with ENGINE:
+            if self.env is None:
+                self.env = make_env(self.gamefile)
+            obs, _ = self.env.reset()
         return str(obs)
 
     def step(self, command: str) -> tuple[str, bool]:
-        obs, _, done, info = self.env.step(command)
+        with ENGINE:
+            obs, _, done, info = self.env.step(command)
         return str(obs), bool(info.get("won"))
 
     def close(self) -> None:
         if self.env is not None:
             from react_bench.envs.alfworld.engine import close_env
 
-            close_env(self.env)
+            with ENGINE:
+                close_env(self.env)
             self.env = None
 
 
