@@ -293,7 +293,6 @@ async def test_an_unknown_command_is_nothing_happens_and_the_tools_reach_the_gam
     env.close()
 
 
-
 async def test_episodes_reset_and_step_their_games_at_once_as_one_by_one(eval_games: list[Example]) -> None:
     """All of a run's episodes start together under batch rounds: engines reset and stepped at
     once in worker threads give what they give one by one (the engine's parsers keep global state;
@@ -306,7 +305,8 @@ async def test_episodes_reset_and_step_their_games_at_once_as_one_by_one(eval_ga
         env = ALFWorldFactory()()
         try:
             first = await env.reset(example)
-            return first.text, (await env.step(alfworld_action("look"))).text, (await env.step(Action("inventory", {}))).text
+            looked = await env.step(alfworld_action("look"))
+            return first.text, looked.text, (await env.step(Action("inventory", {}))).text
         finally:
             env.close()
 
@@ -314,6 +314,7 @@ async def test_episodes_reset_and_step_their_games_at_once_as_one_by_one(eval_ga
     one_by_one = [await play(example) for example in games]
     at_once = await asyncio.gather(*(play(example) for example in games))
     assert list(at_once) == one_by_one and len({first for first, _, _ in one_by_one}) == len(games)
+
 
 CORRUPT = {
     "game.tw-pddl not JSON": ("game.tw-pddl", b"{not json"),
