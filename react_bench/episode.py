@@ -20,6 +20,7 @@ from typing import Any
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
+from react_bench.lats import LatsConfig, value_prompt
 from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
@@ -90,8 +91,11 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
     if shots is not None:
         starts = task.text_format().exemplar_starts
         prompts = {key: with_shots(prompt, shots, starts) for key, prompt in prompts.items()}
-    if MODE_SPECS[cfg.solve.mode].trials:  # Reflexion: the reflection prompt (in the fingerprint as the others)
+    spec = MODE_SPECS[cfg.solve.mode]
+    if spec.trials or spec.tree:  # Reflexion, LATS: the reflection prompt (in the fingerprint as the others)
         prompts["reflexion"] = reflection_prompt(task.info.name)
+    if spec.tree:  # LATS: the value function's prompt
+        prompts["lats"] = value_prompt(task.info.name)
     return prompts
 
 
@@ -108,12 +112,16 @@ def build_solver(
     prompts = build_prompts(cfg, task)
     env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
     grade, judge, solve = None, None, cfg.solve
-    if MODE_SPECS[cfg.solve.mode].trials:
+    spec = MODE_SPECS[cfg.solve.mode]
+    if spec.trials or spec.tree:
         primary = task.info.primary_metric
 
         def grade(example: Example, outcome: Outcome) -> bool:
             return task.score(outcome.prediction, example.gold, outcome.reward)[primary] >= 1.0
 
+    if spec.tree:  # a config built in code may leave LATS's settings out: the defaults
+        solve = replace(cfg.solve, lats=(cfg.solve.lats or LatsConfig()).checked(task.info.name, task.info.answers))
+    if spec.trials:
         info = task.info  # a config built in code may leave the evaluator to the task (auto)
         reflexion = (cfg.solve.reflexion or ReflexionConfig()).resolved(info.name, info.answers, not info.answers)
         solve = replace(cfg.solve, reflexion=reflexion)

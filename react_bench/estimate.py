@@ -69,11 +69,69 @@ def _calls(solver: Solver, part: str) -> int:
     return {"standard": 1, "cot": 1, "cot_sc": s.cot_sc_samples}.get(part, s.loop.max_steps)
 
 
+def lats_expansions(solver: Solver, most: bool = False) -> list[int]:
+    """mode=lats: the depths of the expansions an example makes (``lats.py``). Each iteration
+    expands a node near the root and simulates from it; the estimate takes a simulation to run to
+    half the depth cap (the answer may come anywhere between the first step and the cap), ``most``
+    to the cap, in every one of ``lats.iterations``."""
+    config = solver.settings.lats
+    assert config is not None
+    cap = solver.settings.loop.max_steps
+    if most:
+        return [d for _ in range(config.iterations) for d in range(cap)]
+    depth = max(1, -(-cap // 2))  # the first iteration from the root; the later ones from a node below it
+    return list(range(depth)) + [d for _ in range(config.iterations - 1) for d in range(min(1, depth - 1), depth)]
+
+
+def _lats_example(solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool) -> Estimate:
+    """Per expansion at depth d: ``n`` samples (the step's prompt, as ReAct's step d + 1: the
+    prompt the parent's expansion wrote read from the prompt cache, the step written) and ``n``
+    value calls (the value prompt and the trajectory), each writing half its ``max_tokens`` (an
+    expected figure, like the depth: a search is priced as it is likely to run, not at its most);
+    a reflection per ``lats.reflections``."""
+    config = solver.settings.lats
+    assert config is not None
+    request = solver.probe_requests(question)[0]
+    first, shared = estimate_input_tokens(request), _shared_prefix_tokens(request)
+    growth = solver.settings.max_tokens + OBSERVATION_TOKENS
+    value = solver.prompts["lats"]
+    reflection = solver.prompts["reflexion"]
+    value_tokens = len(value.instruction + value.exemplars) // 4 + len(question) // 4
+    total = Estimate(0, Usage())
+    for k, d in enumerate(lats_expansions(solver)):
+        tokens = first + d * growth
+        # the first sample reads the prompt its parent's expansion wrote (the exemplars, at the root)
+        # and writes its step; its siblings, the same prompt, read all of it
+        before = first + (d - 1) * growth if d else (shared if exemplars_cached or k > 0 else 0)
+        read = before if caching and before >= minimum else 0
+        out = Usage(output_tokens=solver.settings.max_tokens // 2)
+        if caching and tokens >= minimum:
+            first_sample = Usage(cache_read_input_tokens=read, cache_creation_input_tokens=tokens - read)
+            siblings = _times(Usage(cache_read_input_tokens=tokens), config.n - 1)
+        else:
+            first_sample, siblings = Usage(input_tokens=tokens), _times(Usage(input_tokens=tokens), config.n - 1)
+        samples = first_sample + siblings + _times(out, config.n)
+        values = Usage(input_tokens=value_tokens + d * growth, output_tokens=config.value_max_tokens // 2)
+        total = total + Estimate(config.n, samples) + Estimate(config.n, _times(values, config.n))
+    trajectory = growth * solver.settings.loop.max_steps
+    reflect = Usage(
+        input_tokens=len(reflection.instruction + reflection.exemplars) // 4 + trajectory,
+        output_tokens=config.reflection_max_tokens,
+    )
+    return total + Estimate(config.reflections, _times(reflect, config.reflections))
+
+
+def _times(usage: Usage, k: int) -> Usage:
+    return sum((usage for _ in range(k)), Usage())
+
+
 def estimate_example(
     solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool, long_cache: bool = False
 ) -> Estimate:
     """``long_cache``: the prefix every example shares written with the 1-hour lifetime (batch
     rounds), at its rate."""
+    if solver.spec.tree:
+        return _lats_example(solver, question, caching=caching, minimum=minimum, exemplars_cached=exemplars_cached)
     total = Estimate(0, Usage())
     growth = solver.settings.max_tokens + OBSERVATION_TOKENS
     for part, request in zip(solver.spec.parts, solver.probe_requests(question), strict=True):
@@ -113,6 +171,8 @@ def rounds(solver: Solver) -> int:
     """``batch=true``: the most rounds an example can take, its calls one after another (every
     episode to its step cap; CoT-SC's samples in one round; a reflection between trials)."""
     steps = solver.settings.loop.max_steps
+    if solver.spec.tree and solver.settings.lats is not None:  # an expansion: its samples, then their values
+        return 2 * len(lats_expansions(solver, most=True)) + solver.settings.lats.reflections
     one = sum(1 if part in ("standard", "cot", "cot_sc") else steps for part in solver.spec.parts)
     reflexion = solver.settings.reflexion
     if solver.spec.trials and reflexion is not None:

@@ -302,7 +302,14 @@ class Run:
     def dry_run(self) -> RunResult:
         """No model call: the first request as the API would get it, and the run's estimate
         (with ``batch=true``, the batched price and hours beside the live ones)."""
-        from react_bench.estimate import ASSUMED_ROUND_MINUTES, ASSUMED_RPM, estimate_run, rounds, wire_request
+        from react_bench.estimate import (
+            ASSUMED_ROUND_MINUTES,
+            ASSUMED_RPM,
+            estimate_run,
+            lats_expansions,
+            rounds,
+            wire_request,
+        )
 
         cfg, examples, run_dir = self.cfg, self.examples, self.run_dir
         caching, minimum = _caching(cfg)
@@ -326,11 +333,23 @@ class Run:
             "note": "upper bound: every episode runs to the step cap",
         }
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
+        calls_said, bound_said = f"at most {estimate.calls} calls", "an upper bound: every episode to the step cap"
+        if self.solver.spec.tree:  # LATS: the expected search, and its most (estimate.lats_expansions)
+            lats = self.solver.settings.lats
+            assert lats is not None
+            most = len(examples) * (2 * lats.n * len(lats_expansions(self.solver, most=True)) + lats.reflections)
+            summary.update(
+                calls_at_most=most,
+                calls_expected=estimate.calls,
+                note="expected: every iteration's simulation runs half the depth cap (at most: all of it)",
+            )
+            calls_said = f"about {estimate.calls} calls (at most {most})"
+            bound_said = "each simulation to half the depth cap, in every iteration"
         lines = [
-            f"dry run (no model call): {len(examples)} examples, at most {estimate.calls} calls, about "
+            f"dry run (no model call): {len(examples)} examples, {calls_said}, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
             f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
-            f"estimated cost {cost_text} (an upper bound: every episode to the step cap), "
+            f"estimated cost {cost_text} ({bound_said}), "
             f"{summary['hours_at_rpm']:.1f} hours at {summary['rpm']:g} requests/minute" + ("" if rpm else " (assumed)")
         ]
         if cfg.batch:
@@ -648,6 +667,7 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         trajectory=tuple(outcome.episodes),
         epoch=example.epoch,
         trials=tuple(outcome.trials),
+        tree=outcome.tree,
     )
 
 
@@ -657,8 +677,9 @@ def _solve_fingerprint(solve: Any) -> dict[str, Any]:
     settings = _jsonable(asdict(solve))
     if settings["loop"].get("act_at_cap") is True:
         del settings["loop"]["act_at_cap"]
-    if settings.get("reflexion") is None:  # (every mode but Reflexion: the fingerprint it always had)
-        settings.pop("reflexion", None)
+    for own in ("reflexion", "lats"):  # (the other modes: the fingerprint they always had)
+        if settings.get(own) is None:
+            settings.pop(own, None)
     return settings
 
 

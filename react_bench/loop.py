@@ -177,7 +177,7 @@ async def run_episode(
             return
         observations: dict[str, Observation] = {}
         try:
-            async for event in _execute_all(env, decision.calls, step, observations):
+            async for event in execute_all(env, decision.calls, step, observations):
                 yield event
         except EpisodeAbort as exc:
             yield EpisodeFinished("", "error", step, total, error=f"{type(exc).__name__}: {exc}")
@@ -227,7 +227,7 @@ def capped(observation: Observation) -> Observation:
     return replace(observation, text=text[:MAX_OBSERVATION_CHARS] + note)
 
 
-async def _execute_all(
+async def execute_all(
     env: Environment, calls: Sequence[ToolCall], step: int, observations: dict[str, Observation]
 ) -> AsyncIterator[AgentEvent]:
     """Execute all calls concurrently (one call: simply awaited); fill ``observations`` by call id; yield progress."""

@@ -16,6 +16,7 @@ it sends) reads that table; ``Solver.solve`` dispatches on it.
 | ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
 | ``react_im`` | ReAct with Inner-Monologue-style thoughts (its own exemplars; ALFWorld, text runner) | |
 | ``reflexion`` | ReAct trials, each judged; a reflection after a failure, kept for the next (``reflexion.py``) | |
+| ``lats`` | tree search over ReAct steps: sampled children, a model as value function (``lats.py``) | |
 
 Decisions written down:
 - Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes. An
@@ -53,6 +54,7 @@ from react_bench.events import (
     TrialStarted,
     event_to_dict,
 )
+from react_bench.lats import LatsConfig, TreeSearch
 from react_bench.loop import EpisodeResult, LoopConfig, PolicyError, run_episode, run_to_end
 from react_bench.metrics import normalize_answer
 from react_bench.models.base import ModelClient, ModelError, ModelRequest, ThinkingConfig, ToolSpec
@@ -95,6 +97,7 @@ class ModeSpec:
     prompt: str | None = None  # the text runner's prompt key for the first part, in place of its own
     tasks: tuple[str, ...] = ()  # the only tasks it runs on (); () every task
     trials: bool = False  # Reflexion: the first part runs as trials with reflections between (reflexion.py)
+    tree: bool = False  # LATS: the first part's steps are searched as a tree (lats.py)
 
     def check(self, name: str, task: str, runner: Runner) -> None:
         """A mode defined for some tasks or one runner only: a clear ConfigError elsewhere."""
@@ -102,6 +105,10 @@ class ModeSpec:
             raise ConfigError(f"mode={name} is defined for task={'|'.join(self.tasks)} only, not task={task}")
         if self.prompt is not None and runner != "text":
             raise ConfigError(f"mode={name} has text exemplars only; use runner=text")
+        if self.tree and runner != "text":
+            raise ConfigError(
+                f"mode={name} samples and scores text steps (LATS's own protocol); use runner=text (lats.py)"
+            )
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -146,7 +153,9 @@ def prompt_key(part: Part, runner: Runner) -> str:
             assert_never(part)
 
 
-Mode = Literal["standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im", "reflexion"]
+Mode = Literal[
+    "standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im", "reflexion", "lats"
+]
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -159,6 +168,8 @@ MODE_SPECS: dict[str, ModeSpec] = {
     "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
     # Shinn et al. (2023): ReAct trials, an evaluator, a reflection after each failure (reflexion.py)
     "reflexion": ModeSpec("react", trials=True),
+    # Zhou et al. (2024): Monte Carlo tree search over ReAct steps, a model as value function (lats.py)
+    "lats": ModeSpec("react", tree=True),
 }
 MODES: tuple[str, ...] = get_args(Mode)
 assert MODES == tuple(MODE_SPECS), "Mode and MODE_SPECS name the same modes, in order"
@@ -189,6 +200,7 @@ class SolveSettings:
     shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
     context: ContextConfig = ContextConfig()  # what is sent of the history (context.py)
     reflexion: ReflexionConfig | None = None  # mode=reflexion's trials, memory and evaluator (resolved)
+    lats: LatsConfig | None = None  # mode=lats's search (lats.py)
 
     def __post_init__(self) -> None:
         if self.mode not in MODE_SPECS:
@@ -230,6 +242,7 @@ class Outcome:
     stats: StepStats = field(default_factory=StepStats)
     halted: str | None = None  # Reflexion's heuristic halt that ended the episode
     trials: list[Trial] = field(default_factory=list)  # mode=reflexion: every trial, in order
+    tree: dict[str, Any] | None = None  # mode=lats: the example's search tree (lats.TreeSearch)
 
 
 Grade = Callable[[Example, Outcome], bool]  # the task's own score of an outcome: right or not
@@ -288,6 +301,8 @@ class Solver:
         spec = self.spec
         if spec.trials:
             return await self._reflexion(example, on_event)
+        if spec.tree:
+            return await self._lats(example)
         first = await self._part(spec.first, example, on_event)
         if spec.backoff is not None and wants_backoff(spec.first, first):
             second = await self._part(spec.backoff, example, on_event)
@@ -573,6 +588,60 @@ class Solver:
             trials=trials,
         )
 
+    async def _lats(self, example: Example) -> Outcome:
+        """LATS's search of one example (``lats.TreeSearch``): the chosen trajectory is the
+        example's episode, scored as a ReAct episode is; the tree goes in the record."""
+        config = self.settings.lats
+        if config is None:
+            raise ConfigError("mode=lats needs its settings (SolveSettings.lats)")
+        stats = StepStats()
+        if self.env_factory is None:
+            raise ValueError("mode=lats needs an environment")
+
+        def policy(first: str, actions: tuple[ToolSpec, ...], memory: str) -> TextPolicy:
+            made = self._agent_policy(example, first, "react", actions, memory=memory)
+            assert isinstance(made, TextPolicy)  # ModeSpec.check: the text runner
+            return replace(made, stats=stats)
+
+        async def text_call(
+            parts: list[str], suffix: str, stops: tuple[str, ...], sampling: Sampling
+        ) -> tuple[str, Usage]:
+            return await self._text_call(self.model, parts, suffix, sampling.max_tokens, stats, sampling, stops)
+
+        grade = None
+        if config.oracle_feedback:
+            assert self.grade is not None
+
+            def grade(answer: str, reward: float | None) -> bool:
+                assert self.grade is not None
+                return self.grade(example, Outcome(answer, "lats", "answered", 0, Usage(), reward=reward))
+
+        search = TreeSearch(
+            config,
+            self.settings.loop.max_steps,
+            policy,
+            self.env_factory,
+            example,
+            text_call,
+            self.prompts["lats"],
+            lambda transcript, feedback: reflection_parts(self.prompts["reflexion"], transcript, feedback),
+            memory_text,
+            grade,
+        )
+        found = await search.run()
+        return Outcome(
+            prediction=found.prediction,
+            route="lats",
+            reason=found.reason,
+            steps=found.steps,
+            usage=found.usage,
+            error=found.error,
+            reward=found.reward,
+            episodes=[found.episode] if found.episode is not None else [],
+            stats=stats,
+            tree=found.tree,
+        )
+
     async def _verdict(
         self, kind: str, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
     ) -> tuple[Verdict, Usage]:
@@ -586,12 +655,20 @@ class Solver:
         return judge_verdict(said, f"judge:{self.judge.name}"), used
 
     async def _text_call(
-        self, model: ModelClient, parts: list[str], suffix: str, max_tokens: int, stats: StepStats
+        self,
+        model: ModelClient,
+        parts: list[str],
+        suffix: str,
+        max_tokens: int,
+        stats: StepStats,
+        sampling: Sampling | None = None,
+        stops: tuple[str, ...] = ("\n",),
     ) -> tuple[str, Usage]:
-        """One text call outside the episode (a reflection, a judge's verdict): its first line."""
+        """One text call outside the episode (a reflection, a judge's verdict, a LATS value): the
+        completion up to ``stops`` (its first line), at ``sampling`` (the run's temperature)."""
         completion = None
-        sampling = Sampling(max_tokens, self.settings.temperature)
-        async for item in complete_text(model, parts, suffix, ("\n",), sampling, 0, stats):
+        sampling = sampling if sampling is not None else Sampling(max_tokens, self.settings.temperature)
+        async for item in complete_text(model, parts, suffix, stops, sampling, 0, stats):
             if isinstance(item, Completion):
                 completion = item
         if completion is None:

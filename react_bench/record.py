@@ -226,6 +226,7 @@ class ExampleRecord:
     worker: str | None = None  # the Ray node and process that ran it (executor=ray)
     epoch: int = 1  # the attempt (epochs=k: 1..k); a line per attempt
     trials: tuple[Trial, ...] = ()  # mode=reflexion: each trial in order; () every other mode
+    tree: Mapping[str, Any] | None = None  # mode=lats: the search tree (lats.TreeSearch); None every other mode
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -269,6 +270,8 @@ class ExampleRecord:
             out["epoch"] = self.epoch
         if self.trials:
             out["trials"] = [t.to_dict() for t in self.trials]
+        if self.tree is not None:
+            out["tree"] = dict(self.tree)
         out["record_version"] = self.version
         return out
 
@@ -309,6 +312,7 @@ class ExampleRecord:
             worker=data.get("worker"),
             epoch=int(data.get("epoch") or 1),
             trials=tuple(Trial.from_dict(t) for t in data.get("trials") or ()),
+            tree=data.get("tree") if isinstance(data.get("tree"), Mapping) else None,
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 
@@ -437,6 +441,30 @@ class Cost:
 
 
 @dataclass(frozen=True)
+class SearchSummary:
+    """A LATS run's search (``mode=lats``): its feedback (``oracle_feedback``: the gold answer
+    ended the search), and per example the nodes made, the iterations run and the calls."""
+
+    feedback: str
+    mean_nodes: float = 0.0
+    mean_iterations: float = 0.0
+    mean_calls: float = 0.0
+    replayed_steps: int = 0  # environment steps spent rebuilding nodes' states, over all examples
+
+    @property
+    def oracle_feedback(self) -> bool:
+        return self.feedback == "oracle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "oracle_feedback": self.oracle_feedback}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> SearchSummary:
+        known = {f.name for f in fields(SearchSummary)}
+        return SearchSummary(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
 class TrialCurve:
     """A Reflexion run's learning curve (``mode=reflexion``): the share of examples right after
     trial t (an example that stopped at a success stays right), with Wilson's interval; who judged
@@ -539,6 +567,14 @@ class RunMetrics:
     pass_hat: Mapping[int, Score] = field(default_factory=dict)
     over_budget: int = 0  # examples not started because max_cost_usd would have been passed
     reflexion: TrialCurve | None = None  # mode=reflexion: the learning curve, who judged, the cost of a trial
+    search: SearchSummary | None = None  # mode=lats: its feedback and the size of its trees
+
+    @property
+    def oracle_feedback(self) -> bool:
+        """Whether the gold answer steered the run (Reflexion's oracle evaluator, LATS's oracle feedback)."""
+        return bool(
+            (self.reflexion and self.reflexion.oracle_feedback) or (self.search and self.search.oracle_feedback)
+        )
 
     @property
     def primary(self) -> Score | None:
@@ -614,6 +650,8 @@ class RunMetrics:
             out["pass_hat_k"] = {str(k): v.to_dict() for k, v in self.pass_hat.items()}
         if self.reflexion is not None:
             out["reflexion"] = self.reflexion.to_dict()
+        if self.search is not None:
+            out["lats"] = self.search.to_dict()
         return out
 
     @staticmethod
@@ -682,6 +720,7 @@ class RunMetrics:
             pass_at={int(k): Score.from_dict(v) for k, v in (data.get("pass_at_k") or {}).items()},
             pass_hat={int(k): Score.from_dict(v) for k, v in (data.get("pass_hat_k") or {}).items()},
             reflexion=TrialCurve.from_dict(data["reflexion"]) if data.get("reflexion") else None,
+            search=SearchSummary.from_dict(data["lats"]) if data.get("lats") else None,
         )
 
     @staticmethod

@@ -59,7 +59,7 @@ from react_bench.environment import Action, Environment, Example, Observation
 from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import ToolSpec
 from react_bench.models.replay import CassetteKind, Recorded, cassette_line, recorded_from_line
-from react_bench.prompts import PROMPT_DIR, PromptSpec
+from react_bench.prompts import PromptSpec, task_exemplars
 from react_bench.record import Episode, Trial
 from react_bench.rundir import json_line
 from react_bench.settings import default
@@ -230,16 +230,9 @@ def memory_text(reflections: Sequence[str]) -> str:
     )
 
 
-REFLECTION_FILE = PROMPT_DIR / "reflexion.json"
-
-
 def reflection_prompt(task: str) -> PromptSpec:
     """The reflection prompt of ``task``: the instruction and the project's own exemplars."""
-    own = json.loads(REFLECTION_FILE.read_text(encoding="utf-8"))
-    key = own["aliases"].get(task, task)
-    if key not in own["exemplars"]:
-        raise ConfigError(f"mode=reflexion: no reflection exemplars for task={task} (prompts/reflexion.json)")
-    return PromptSpec(own["instruction"], own["exemplars"][key], f"react_bench:reflexion/{key}")
+    return task_exemplars("reflexion", task, "reflexion")
 
 
 def reflection_parts(prompt: PromptSpec, transcript: str, feedback: str, memory: Sequence[str] = ()) -> list[str]:

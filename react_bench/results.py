@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
-from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, TrialCurve
+from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, SearchSummary, TrialCurve
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -158,6 +158,23 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         pass_at=_repeated(records, run.epochs, pass_at_k),
         pass_hat=_repeated(records, run.epochs, pass_hat_k),
         reflexion=trial_curve(records, run),
+        search=search_summary(records, run),
+    )
+
+
+def search_summary(records: list[ExampleRecord], run: RunHeader) -> SearchSummary | None:
+    """A LATS run's feedback and tree sizes (``record.SearchSummary``); None for every other mode."""
+    solve = run.config.get("solve") or {}
+    if solve.get("mode") != "lats":
+        return None
+    trees = [r.tree for r in records if r.tree is not None]
+    n = len(trees) or 1
+    return SearchSummary(
+        feedback=str((solve.get("lats") or {}).get("feedback") or "honest"),
+        mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
+        mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
+        mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
+        replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
     )
 
 
@@ -372,6 +389,17 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
     for k, score in metrics.pass_hat.items():
         rows.append((f"pass^{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
     rows += trial_rows(metrics.reflexion)
+    if metrics.search is not None:
+        s = metrics.search
+        said = "ORACLE FEEDBACK: the gold answer ended each search" if s.oracle_feedback else "no gold answer read"
+        rows.append(("lats feedback", s.feedback, said))
+        rows.append(
+            (
+                "  nodes per example",
+                f"{s.mean_nodes:.1f}",
+                f"{s.mean_iterations:.1f} iterations, {s.mean_calls:.1f} calls",
+            )
+        )
     if metrics.epochs > 1:
         what = f"{metrics.epochs} attempts per example; scores are over every attempt"
         rows.append(("attempts", f"{metrics.n}/{metrics.n_planned}", what))

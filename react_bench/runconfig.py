@@ -28,6 +28,7 @@ from typing import Any, Literal, cast, get_args
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError, check_known, settings_of
+from react_bench.lats import LatsConfig
 from react_bench.loop import LoopConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
@@ -241,6 +242,9 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
         reflexion=_reflexion(cfg, info) if MODE_SPECS[mode].trials else None,
+        lats=LatsConfig.from_mapping(_section(cfg, "lats")).checked(info.name, info.answers)
+        if MODE_SPECS[mode].tree
+        else None,
     )
 
 

@@ -31,6 +31,7 @@ SECTIONS = {
     "alfworld": "task=alfworld",
     "prompt": "",
     "reflexion": "mode=reflexion (react_bench/reflexion.py)",
+    "lats": "mode=lats (react_bench/lats.py: where each default comes from)",
     "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
 }
 
@@ -114,6 +115,22 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("reflexion.max_actions", 30, "halt: more than this many actions"),
     Setting("reflexion.judge", None, "evaluator=judge: a configs/model/<name> as the judge; null: the run's model"),
     Setting("reflexion.max_tokens", 256, "output tokens of a reflection"),
+    Setting("lats.n", 5, "children sampled per expansion (LATS: --n_generate_sample 5)", before=" "),
+    Setting("lats.iterations", 30, "search iterations at most (LATS: --iterations 30)"),
+    Setting("lats.exploration", 1.4142135623730951, "UCT's exploration weight (LATS: sqrt(2))"),
+    Setting("lats.temperature", 1.0, "of the samples and the value calls (LATS: 1.0)"),
+    Setting("lats.value_samples", 1, "value calls per node, averaged (LATS: --n_evaluate_sample 1)"),
+    Setting("lats.sc_weight", 0.0, "share of the self-consistency term in a node's value (LATS's code: 0)"),
+    Setting("lats.reflections", 3, "reflections on failed trajectories at most (LATS: 3)"),
+    Setting(
+        "lats.feedback",
+        "honest",
+        "honest (the environment's reward, else the value function) | oracle (the gold answer ends the "
+        "search: oracle feedback, LATS's HotpotQA setting)",
+    ),
+    Setting("lats.value_max_tokens", 100, "output tokens of a value call"),
+    Setting("lats.reflection_max_tokens", 256, "output tokens of a reflection"),
+    Setting("lats.live_envs", 4, "environments kept at their node (the others are rebuilt by replaying actions)"),
     Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
     Setting("prompt.key", None, "the key of the prompt in prompt.file"),
     Setting(

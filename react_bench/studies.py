@@ -42,6 +42,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from react_bench.lats import LATS_PAPER
 from react_bench.modes import MODES, majority_vote
 from react_bench.record import Cost, ExampleRecord, RunHeader, RunMetrics
 from react_bench.reflexion import REFLEXION_PAPER
@@ -113,7 +114,7 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "pass_at_k": {k: v.mean for k, v in m.pass_at.items()} if m else {},
                 "pass_hat_k": {k: v.mean for k, v in m.pass_hat.items()} if m else {},
                 "reflexion": m.reflexion if m else None,  # mode=reflexion: record.TrialCurve
-                "oracle_feedback": bool(m and m.reflexion and m.reflexion.oracle_feedback),
+                "oracle_feedback": bool(m and m.oracle_feedback),
             }
         )
     return pd.DataFrame(rows)
@@ -130,6 +131,8 @@ def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
         cell += f"; after {row['reflexion'].trials} trials"
         if row["oracle_feedback"]:
             cell += ", oracle feedback"
+    elif row.get("oracle_feedback"):  # LATS: the gold answer ended the search
+        cell += "; oracle feedback"
     return cell
 
 
@@ -189,6 +192,8 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
                 if task in REFLEXION_PAPER:  # Reflexion's own published figures, on its row
                     row[f"{column} Reflexion paper"] = REFLEXION_PAPER[task] if mode == "reflexion" else ""
+                if task in LATS_PAPER:  # and LATS's, on its
+                    row[f"{column} LATS paper"] = LATS_PAPER[task] if mode == "lats" else ""
             rows.append(row)
     shown_modes = set(MODES)
     notes += (
@@ -595,7 +600,7 @@ def frontier(runs: Any) -> Any:
     import pandas as pd
 
     columns = ["task", "run", "run_id", "n", "measure", "per_example", "mean", "ci_low", "ci_high"]
-    columns += ["on_frontier", "per_extra_correct"]
+    columns += ["on_frontier", "per_extra_correct", "published"]
     done = runs[runs["mean"].notna() & (runs["n"].fillna(0) > 0)] if len(runs) else runs
     rows: list[dict[str, Any]] = []
     for task, group in done.groupby("task", sort=True) if len(done) else ():
@@ -607,7 +612,7 @@ def frontier(runs: Any) -> Any:
             points.append(
                 {
                     "task": task,
-                    "run": _label(r),
+                    "run": _label(r) + (" [oracle feedback]" if r.oracle_feedback else ""),
                     "run_id": r.run_id,
                     "n": int(r.n),
                     "measure": measure,
@@ -617,6 +622,7 @@ def frontier(runs: Any) -> Any:
                     "ci_high": float(r.ci_high),
                     "on_frontier": False,
                     "per_extra_correct": None,
+                    "published": published(str(task), str(r.mode)),
                 }
             )
         points.sort(key=lambda p: (p["per_example"], -p["mean"]))
@@ -631,6 +637,17 @@ def frontier(runs: Any) -> Any:
     return pd.DataFrame(rows, columns=columns)
 
 
+def published(task: str, mode: str) -> str:
+    """The published figure of ``mode`` on ``task`` beside a run of it: LATS's and Reflexion's
+    papers for their modes, the ReAct paper's for the others ("" where none was published)."""
+    if mode == "lats":
+        return LATS_PAPER.get(task, "")
+    if mode == "reflexion":
+        return REFLEXION_PAPER.get(task, "")
+    said = [f"{source} {figures[mode]:.1f}" for source, figures in task_info(task).paper.items() if mode in figures]
+    return "; ".join(said)
+
+
 def frontier_markdown(points: Any) -> str:
     """frontier.md: per task, the runs from cheapest to dearest, the frontier marked."""
     lines = [
@@ -640,7 +657,8 @@ def frontier_markdown(points: Any) -> str:
         "frontier (`yes`) scores higher than every run that costs at most as much; `per extra correct` is "
         "what the step up to it from the frontier run before costs per correct answer it adds. Where a "
         "task has a run without a price (a local or scripted model), every run of it is measured in tokens "
-        "(input and output) instead of dollars.",
+        "(input and output) instead of dollars. `published` is the figure the method's own paper reports "
+        "on the task (ReAct's, Reflexion's, LATS's; other models and settings: not like for like).",
     ]
     if not len(points):
         return "\n".join([*lines, "", "No finished run to place."]) + "\n"
@@ -648,8 +666,10 @@ def frontier_markdown(points: Any) -> str:
         measure = group["measure"].iloc[0]
         unit = "$" if measure == "USD" else "tokens"
         lines += ["", f"## {task} ({'dollars' if measure == 'USD' else 'tokens'} per example)", ""]
-        lines += [f"| run | n | {unit} per example | score | 95% CI | frontier | {unit} per extra correct |"]
-        lines += ["|---|---|---|---|---|---|---|"]
+        lines += [
+            f"| run | n | {unit} per example | score | 95% CI | frontier | {unit} per extra correct | published |"
+        ]
+        lines += ["|---|---|---|---|---|---|---|---|"]
         for p in group.itertuples():
             cost = f"{p.per_example:.4f}" if measure == "USD" else f"{p.per_example:,.0f}"
             extra = (
@@ -659,7 +679,8 @@ def frontier_markdown(points: Any) -> str:
             )
             lines.append(
                 f"| {p.run} | {p.n} | {cost} | {100 * p.mean:.1f} | "
-                f"[{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}] | {'yes' if p.on_frontier else ''} | {extra} |"
+                f"[{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}] | {'yes' if p.on_frontier else ''} | {extra} | "
+                f"{p.published} |"
             )
     return "\n".join(lines) + "\n"
 

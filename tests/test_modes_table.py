@@ -40,6 +40,7 @@ def test_which_modes_need_the_environment_and_sample() -> None:
         "cot_sc_react",
         "react_im",
         "reflexion",
+        "lats",
     }
     assert {m for m in MODES if MODE_SPECS[m].samples} == {"cot_sc", "react_cot_sc", "cot_sc_react"}
 

@@ -102,6 +102,17 @@ def own_prompt_file(name: str) -> dict[str, Any]:
     return _read(PROMPT_DIR / f"{name}.json")
 
 
+def task_exemplars(name: str, task: str, mode: str) -> PromptSpec:
+    """A mode's prompt of its own (``<name>.json`` here: ``instruction``, ``exemplars`` per task
+    family, ``aliases`` of the tasks that share a family's): ``task``'s (Reflexion's reflections,
+    LATS's value function)."""
+    own = own_prompt_file(name)
+    key = own["aliases"].get(task, task)
+    if key not in own["exemplars"]:
+        raise ConfigError(f"mode={mode}: no {name} exemplars for task={task} (prompts/{name}.json)")
+    return PromptSpec(own["instruction"], own["exemplars"][key], f"react_bench:{name}/{key}")
+
+
 def refuse_pair(task: str, pair: tuple[int, int] | None) -> None:
     if pair is not None:
         raise ConfigError(

@@ -74,7 +74,7 @@ class WebShopTask(OneGroupPrompts):
         paper={"PaLM-540B": {"react": 66.6, "act": 62.3}, "PaLM-540B success": {"react": 40.0, "act": 30.1}},
         paper_table=TABLE4,
         answers=False,
-        modes=("react", "act", "reflexion"),
+        modes=("react", "act", "reflexion", "lats"),
         groups=("category",),
         protocol={"max_steps": 15, "context": "window", "act_at_cap": False},
     )

@@ -1,0 +1,676 @@
+"""Language Agent Tree Search (Zhou et al., ICML 2024) on the shared harness: ``mode=lats``.
+
+Monte Carlo tree search over ReAct steps. A node is a trajectory prefix: the root is the example's
+opening, each child one more step (the model's turn, its action and the observation). An
+iteration:
+
+1. **Selection**: from the root, the child of highest UCT (``value + w * sqrt(ln N / n)``) among
+   those not terminal, down to a node not yet expanded. A node whose children are all terminal
+   is exhausted and is not chosen again; the search ends when the root is.
+2. **Expansion**: ``n`` samples of the next step at ``temperature`` (one ReAct request each, sent at
+   once: live concurrently, under ``batch=true`` in one round); identical (thought, action) pairs
+   are kept once. Each child's action runs in the environment.
+3. **Evaluation**: the model as value function scores each new non-terminal child from 1 to 10
+   (``prompts/lats.json``: the project's own instruction and exemplars), divided by 10; with
+   ``sc_weight`` > 0 the share of the samples that proposed the child's action is mixed in
+   (the paper's self-consistency term). A terminal child's value is its reward.
+4. **Simulation**: from the best new child, expand and evaluate again, always following the best
+   child, until a terminal node or the depth cap (the run's step cap, ``max_steps``): a terminal
+   node gives its reward, the cap gives -1.
+5. **Backpropagation**: every node on the path counts a visit and folds the reward into its
+   running mean (a failed terminal node takes -1, as LATS's code does).
+6. **Reflection**: a failed terminal trajectory gets a reflection (``prompts/reflexion.json``, as
+   Reflexion's), until ``reflections`` are written; the reflections go before the opening of
+   every later expansion and value request.
+
+The search stops at a terminal node whose reward is 1 (a success), or after ``iterations``. The
+answer is that success, else the terminal node of the highest reward (then value), else none.
+Every node the search made is attached to the tree (LATS's code builds the simulation's nodes
+without attaching them to their parent; here they are the parent's children, so a node is
+expanded once and the record holds every node that cost a call).
+
+Feedback (``lats.feedback``), what a terminal node's reward is:
+- ``honest`` (the default): the environment's own reward where it gives one (WebShop's score,
+  ALFWorld's win), else the value function's score of the finished trajectory. No gold answer
+  is read.
+- ``oracle``: the task's own score against the gold answer (HotpotQA exact match, FEVER the
+  label): LATS's HotpotQA setting, which stops the search on the right answer. The run, its
+  metrics and every table that shows it say **oracle feedback**, as Reflexion's do.
+
+Environment state by replay: every environment of the project is deterministic given its
+actions, so a node's environment is a fresh one reset with the example and the node's actions
+replayed. The last few environments stepped are kept live by their path (``Replayer``), so a
+simulation that goes on from the child just made costs no replay. The record counts resets,
+replayed steps and their time (``tree.stats``).
+
+Settings and where they come from (github lapisrocks/LanguageAgentTreeSearch, ``hotpot/lats.sh``,
+``hotpot/lats.py``, ``webshop/lats.sh``): ``n`` 5 (``--n_generate_sample 5``), ``iterations`` 30
+(``--iterations 30``), ``temperature`` 1.0 (``--temperature 1.0``, also for the value calls),
+``value_samples`` 1 (``--n_evaluate_sample 1``), the depth cap 7 on HotpotQA (``expand_node``:
+``depth >= 7`` is terminal; here the run's ``max_steps``, which is 7 there), at most 3
+reflections (written while fewer than 4 distinct failed trajectories exist), exploration
+``sqrt(2)`` (their ``sqrt(2 * ln N / n)``; their code also divides the running mean by the
+visits once more, which is not done here), ``sc_weight`` 0 (the released code leaves the
+self-consistency term out; the paper's ``lambda`` is ``1 - sc_weight``). The simulation depth is
+the step cap (their HotpotQA code stops simulations at depth 4, WebShop's at 15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+from react_bench.environment import Action, EnvFactory, Environment, EpisodeAbort, Example, Observation
+from react_bench.errors import ConfigError, settings_of
+from react_bench.events import (
+    AgentEvent,
+    AssistantTextDelta,
+    AssistantThinkingDelta,
+    EpisodeFinished,
+    StepFinished,
+    StepStarted,
+    event_to_dict,
+)
+from react_bench.loop import Decision, ToolCall, execute_all
+from react_bench.models.base import ModelError, ToolSpec
+from react_bench.models.collector import StreamProtocolError
+from react_bench.prompts import PromptSpec, task_exemplars
+from react_bench.record import Episode
+from react_bench.runners.common import Sampling
+from react_bench.runners.text import TextPolicy
+from react_bench.settings import default
+from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
+
+Feedback = Literal["honest", "oracle"]
+FEEDBACKS: tuple[str, ...] = get_args(Feedback)
+# LATS's published figures (Zhou et al., 2024; the project page's results table), gpt-3.5
+LATS_PAPER: dict[str, str] = {
+    "hotpotqa": "EM 71 (gpt-3.5; oracle feedback: the search stopped on the gold answer)",
+    "webshop": "score 75.9 (gpt-3.5)",
+}
+
+
+@dataclass(frozen=True)
+class LatsConfig:
+    """``lats.*``: the search's size and its feedback (module docstring: where each comes from)."""
+
+    n: int = default("lats.n")
+    iterations: int = default("lats.iterations")
+    exploration: float = default("lats.exploration")
+    temperature: float = default("lats.temperature")
+    value_samples: int = default("lats.value_samples")
+    sc_weight: float = default("lats.sc_weight")
+    reflections: int = default("lats.reflections")
+    feedback: Feedback = default("lats.feedback")
+    value_max_tokens: int = default("lats.value_max_tokens")
+    reflection_max_tokens: int = default("lats.reflection_max_tokens")
+    live_envs: int = default("lats.live_envs")
+
+    @staticmethod
+    def from_mapping(values: Mapping[str, Any]) -> LatsConfig:
+        return settings_of(LatsConfig, {k: v for k, v in values.items() if v is not None}, "lats")
+
+    def __post_init__(self) -> None:
+        for name in ("n", "iterations", "value_samples", "value_max_tokens", "reflection_max_tokens", "live_envs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"lats.{name}={value!r}: a whole number, at least 1")
+        if isinstance(self.reflections, bool) or not isinstance(self.reflections, int) or self.reflections < 0:
+            raise ConfigError(f"lats.reflections={self.reflections!r}: a whole number, 0 or more")
+        if not 0.0 <= float(self.sc_weight) <= 1.0:
+            raise ConfigError(f"lats.sc_weight={self.sc_weight!r}: between 0 and 1")
+        if float(self.exploration) < 0 or float(self.temperature) < 0:
+            raise ConfigError("lats.exploration and lats.temperature: 0 or more")
+        if self.feedback not in FEEDBACKS:
+            raise ConfigError(f"lats.feedback={self.feedback!r}: one of {', '.join(FEEDBACKS)}")
+
+    def checked(self, task: str, answers: bool) -> LatsConfig:
+        if self.feedback == "oracle" and not answers:
+            raise ConfigError(
+                f"lats.feedback=oracle: task={task} has no reference answers; its environment's reward is the "
+                "honest feedback (lats.feedback=honest)"
+            )
+        return self
+
+    @property
+    def oracle_feedback(self) -> bool:
+        return self.feedback == "oracle"
+
+
+def value_prompt(task: str) -> PromptSpec:
+    """The value function's prompt of ``task``: the instruction and the project's own exemplars."""
+    return task_exemplars("lats", task, "lats")
+
+
+VALUE_SUFFIX = "Assessment:"
+_NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")  # linear: no nested repeats (tests/test_hostile_input.py)
+
+
+def parse_value(text: str) -> float | None:
+    """A value reply's score, 1..10 divided by 10: the first such number after its last "score"
+    (``Score: 7`` -> 0.7), else the last one it names; None when it names none (LATS's code then
+    takes -1)."""
+    at = text.lower().rfind("score")
+    after = [int(n) for n in _NUMBER.findall(text, at)] if at >= 0 else []
+    scores = [n for n in after if 1 <= n <= 10]
+    if scores:
+        return scores[0] / 10
+    every = [n for n in (int(m) for m in _NUMBER.findall(text)) if 1 <= n <= 10]
+    return every[-1] / 10 if every else None
+
+
+def value_parts(prompt: PromptSpec, trajectory: str, failed: Sequence[tuple[str, str]]) -> list[str]:
+    """The value request's text: instruction and exemplars, the failed trajectories with their
+    reflections (LATS's value prompt shows them, scored low), then the trajectory to score."""
+    parts = [f"{prompt.instruction}{prompt.exemplars}"]
+    if failed:
+        shown = "".join(
+            f"Trajectory:\n{text.strip()}\nAssessment: This attempt failed. {reflection.strip()}\nScore: 1\n\n"
+            for text, reflection in failed
+        )
+        parts.append(f"Earlier attempts at this task that failed:\n\n{shown}")
+    parts.append(f"Trajectory:\n{trajectory.strip()}\n")
+    return parts
+
+
+# --- the tree ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    id: int
+    parent: Node | None
+    depth: int
+    turn: Message | None = None  # the model's turn that made it (None: the root)
+    action: Action | None = None
+    observation: str = ""
+    is_error: bool = False  # the environment answered the action as an error
+    events: list[dict[str, Any]] = field(default_factory=list)  # the step's events as the record holds them
+    children: list[Node] = field(default_factory=list)
+    expanded: bool = False
+    exhausted: bool = False
+    terminal: bool = False
+    answer: str | None = None  # an answer action's answer (Wikipedia's finish)
+    env_reward: float | None = None  # the environment's own reward, where it gave one
+    reward: float | None = None  # a terminal node's reward under the run's feedback
+    value: float = 0.0
+    lm_value: float | None = None  # the value function's score (None: not asked)
+    sc_value: float | None = None
+    visits: int = 0
+    reflection: str | None = None
+    usage: Usage = Usage()
+
+    def path(self) -> list[Node]:
+        nodes, node = [], self
+        while node is not None and node.parent is not None:
+            nodes.append(node)
+            node = node.parent
+        return nodes[::-1]
+
+    def actions(self) -> tuple[Action, ...]:
+        return tuple(n.action for n in self.path() if n.action is not None)
+
+    def history(self) -> list[Message]:
+        out: list[Message] = []
+        for n in self.path():
+            assert n.turn is not None
+            out.append(n.turn)
+            out.append(Message("user", (ToolResultBlock(f"step-{n.depth}", n.observation, n.is_error),)))
+        return out
+
+    def uct(self, exploration: float) -> float:
+        if self.visits == 0 or self.parent is None or self.parent.visits == 0:
+            return self.value
+        return self.value + exploration * math.sqrt(math.log(self.parent.visits) / self.visits)
+
+    def success(self) -> bool:
+        return self.terminal and (self.reward or 0.0) >= 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "parent": None if self.parent is None else self.parent.id,
+            "depth": self.depth,
+            "text": "" if self.turn is None else self.turn.text,
+            "action": None if self.action is None else (self.action.text or self.action.name),
+            "observation": self.observation,
+            "children": [c.id for c in self.children],
+            "value": round(self.value, 6),
+            "lm_value": self.lm_value,
+            "sc_value": self.sc_value,
+            "visits": self.visits,
+            "terminal": self.terminal,
+            "answer": self.answer,
+            "reward": self.reward,
+            "env_reward": self.env_reward,
+        }
+        if self.reflection is not None:
+            out["reflection"] = self.reflection
+        if self.exhausted:
+            out["exhausted"] = True
+        return out
+
+
+@dataclass
+class ReplayStats:
+    resets: int = 0
+    replayed_steps: int = 0
+    new_steps: int = 0
+    reused: int = 0  # a live environment was at the node already: no replay
+    replay_s: float = 0.0
+
+
+class Replayer:
+    """Environments at a node's state: a fresh one reset with the example and the node's actions
+    replayed, unless one of the last ``keep`` stepped is at that node already."""
+
+    def __init__(self, factory: Callable[[], Environment], example: Example, keep: int) -> None:
+        self.factory, self.example, self.keep = factory, example, keep
+        self.live: OrderedDict[tuple[int, ...], Environment] = OrderedDict()
+        self.stats = ReplayStats()
+        self.first: Observation | None = None
+
+    async def reset(self) -> Observation:
+        env = self.factory()
+        self.stats.resets += 1
+        try:
+            self.first = await env.reset(self.example)
+        except BaseException:
+            env.close()
+            raise
+        self._keep((), env)
+        return self.first
+
+    def actions(self) -> Any:
+        env = next(iter(self.live.values()), None) if self.live else None
+        if env is not None:
+            return env.actions()
+        env = self.factory()
+        try:
+            return env.actions()
+        finally:
+            env.close()
+
+    async def at(self, node: Node) -> Environment:
+        key = tuple(n.id for n in node.path())
+        env = self.live.pop(key, None)
+        if env is not None:
+            self.stats.reused += 1
+            return env
+        started = time.monotonic()
+        env = self.factory()
+        try:
+            self.stats.resets += 1
+            await env.reset(self.example)
+            for action in node.actions():
+                self.stats.replayed_steps += 1
+                await env.step(action)
+        except BaseException:
+            env.close()
+            raise
+        self.stats.replay_s += time.monotonic() - started
+        return env
+
+    def give(self, node: Node, env: Environment) -> None:
+        self._keep(tuple(n.id for n in node.path()), env)
+
+    def _keep(self, key: tuple[int, ...], env: Environment) -> None:
+        self.live[key] = env
+        while len(self.live) > self.keep:
+            _, old = self.live.popitem(last=False)
+            old.close()
+
+    def close(self) -> None:
+        while self.live:
+            _, env = self.live.popitem()
+            env.close()
+
+
+# --- the search ----------------------------------------------------------------------------------
+
+TextCall = Callable[[list[str], str, tuple[str, ...], Sampling], Awaitable[tuple[str, Usage]]]
+MakePolicy = Callable[[str, tuple[ToolSpec, ...], str], TextPolicy]
+_DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
+
+
+@dataclass
+class SearchResult:
+    """What the search gave: the chosen node's trajectory as an episode, its answer, the tree."""
+
+    prediction: str
+    reason: str
+    steps: int
+    reward: float | None
+    usage: Usage
+    episode: Episode | None
+    tree: dict[str, Any]
+    error: str | None = None
+
+
+class TreeSearch:
+    """One example's search. ``policy(first, actions, memory)`` is the ReAct text policy of the
+    example (its first observation, the actions offered, the reflections as memory);
+    ``text_call(parts, suffix, stops, sampling)`` one plain text call (the value function, a
+    reflection); ``reflection(transcript, feedback)`` a reflection request's parts; ``grade(answer,
+    reward)`` the task's score (oracle feedback only)."""
+
+    def __init__(
+        self,
+        config: LatsConfig,
+        max_depth: int,
+        policy: MakePolicy,
+        env_factory: EnvFactory,
+        example: Example,
+        text_call: TextCall,
+        value_prompt: PromptSpec,
+        reflection: Callable[[str, str], list[str]],
+        memory: Callable[[Sequence[str]], str],
+        grade: Callable[[str, float | None], bool] | None,
+        on_event: Callable[[AgentEvent], None] | None = None,
+    ) -> None:
+        self.cfg, self.max_depth = config, max_depth
+        self.policy, self.example = policy, example
+        self.text_call, self.value_prompt = text_call, value_prompt
+        self.reflection_parts, self.memory_text = reflection, memory
+        self.grade, self.on_event = grade, on_event
+        self.replayer = Replayer(env_factory, example, config.live_envs)
+        self.nodes: list[Node] = []
+        self.usage = Usage()
+        self.reflections: list[str] = []
+        self.failed: list[tuple[str, str, str]] = []  # (answer, trajectory text, reflection)
+        self.iterations = 0
+        self.value_calls = 0
+        self.unparsed_values = 0
+        self.first = ""
+        self.actions: tuple[ToolSpec, ...] = ()
+
+    def _node(self, parent: Node | None, **kw: Any) -> Node:
+        node = Node(len(self.nodes), parent, 0 if parent is None else parent.depth + 1, **kw)
+        self.nodes.append(node)
+        return node
+
+    async def run(self) -> SearchResult:
+        try:
+            try:
+                first = await self.replayer.reset()
+            except EpisodeAbort as exc:
+                return self._result(None, error=f"reset: {type(exc).__name__}: {exc}")
+            self.first = first.text
+            self.actions = tuple(self.replayer.actions())
+            root = self._node(None)
+            try:
+                found = await self._search(root)
+            except (ModelError, StreamProtocolError) as exc:  # re-runnable: the request cache keeps what was paid
+                return self._result(None, error=f"{type(exc).__name__}: {exc}")
+            except EpisodeAbort as exc:
+                return self._result(None, error=f"{type(exc).__name__}: {exc}")
+            return self._result(found if found is not None else self._best())
+        finally:
+            self.replayer.close()
+
+    async def _search(self, root: Node) -> Node | None:
+        for _ in range(self.cfg.iterations):
+            node = self._select(root)
+            if node is None:
+                break
+            self.iterations += 1
+            children = await self._expand(node)
+            won = next((c for c in children if c.success()), None)
+            if won is not None:
+                self._backpropagate(won, 1.0)
+                return won
+            if not children:
+                continue
+            best = max(children, key=lambda c: c.value)
+            end, reward = await self._simulate(best)
+            self._backpropagate(end, reward)
+            if end.success():
+                return end
+        return None
+
+    def _select(self, root: Node) -> Node | None:
+        """Down the UCT path to a node not yet expanded; None when every path is exhausted."""
+        while not root.exhausted:
+            node = root
+            while node.expanded:
+                open_children = [c for c in node.children if not c.terminal and not c.exhausted]
+                if not open_children:
+                    node.exhausted = True
+                    break
+                node = max(open_children, key=lambda c: c.uct(self.cfg.exploration))
+            else:
+                if node.depth >= self.max_depth:
+                    node.terminal = node.exhausted = True
+                    node.reward = -1.0
+                    continue
+                return node
+        return None
+
+    def _memory(self) -> str:
+        return self.memory_text(self.reflections)
+
+    async def _expand(self, node: Node) -> list[Node]:
+        """``n`` samples of the next step (sent at once), one child per distinct (turn, action),
+        each action run in the node's environment, the new children evaluated."""
+        node.expanded = True
+        if node.depth >= self.max_depth:
+            node.terminal = True
+            return []
+        step = node.depth + 1
+        history = node.history()
+        memory = self._memory()
+        base = self.policy(self.first, self.actions, memory)
+
+        async def sample(k: int) -> tuple[Decision | None, list[dict[str, Any]]]:
+            policy = replace(base, sampling=replace(base.sampling, temperature=self.cfg.temperature, sample_index=k))
+            decision, events = None, []
+            async for item in policy.decide(history, step):
+                if isinstance(item, Decision):
+                    decision = item
+                elif not isinstance(item, _DELTAS):
+                    events.append(event_to_dict(item))
+            return decision, events
+
+        drawn = await asyncio.gather(*(sample(k) for k in range(self.cfg.n)))
+        proposals: dict[str, int] = {}
+        unique: dict[tuple[str, str], tuple[Decision, list[dict[str, Any]]]] = {}
+        for decision, events in drawn:
+            if decision is None:
+                continue
+            self.usage += decision.usage
+            said = decision.calls[0].text or decision.calls[0].name if decision.calls else ""
+            proposals[said] = proposals.get(said, 0) + 1
+            unique.setdefault((decision.message.text, said), (decision, events))
+        children = []
+        for decision, events in unique.values():
+            children.append(await self._child(node, step, decision, events))
+        node.children.extend(children)
+        await self._evaluate(children, proposals)
+        for child in children:
+            if child.terminal and not child.success():
+                await self._reflect(child)
+        return children
+
+    async def _child(self, node: Node, step: int, decision: Decision, events: list[dict[str, Any]]) -> Node:
+        said = [event_to_dict(StepStarted(step)), *events]
+        if not decision.calls:  # a turn without an action is its answer (the text runner always acts)
+            child = self._node(node, turn=decision.message, terminal=True, answer=decision.answer, usage=decision.usage)
+            child.events = [*said, event_to_dict(StepFinished(step, decision.usage))]
+            return child
+        call: ToolCall = decision.calls[0]
+        env = await self.replayer.at(node)
+        observations: dict[str, Observation] = {}
+        try:
+            async for event in execute_all(env, (call,), step, observations):
+                said.append(event_to_dict(event))
+        except BaseException:
+            env.close()
+            raise
+        self.replayer.stats.new_steps += 1
+        seen = observations[call.id]
+        child = self._node(
+            node,
+            turn=decision.message,
+            action=call.action(),
+            observation=seen.text,
+            is_error=seen.is_error,
+            terminal=seen.ends,
+            answer=seen.final_answer,
+            env_reward=seen.reward,
+            usage=decision.usage,
+        )
+        child.events = [*said, event_to_dict(StepFinished(step, decision.usage))]
+        if child.terminal:
+            env.close()  # nothing goes on from a terminal node
+        else:
+            self.replayer.give(child, env)
+        return child
+
+    def trajectory(self, node: Node) -> str:
+        """A node's trajectory as the model reads it: the opening, then each step's piece."""
+        policy = self.policy(self.first, self.actions, "")
+        return policy.text_format.opening(self.first) + policy.scratchpad(node.history())
+
+    async def _value(self, node: Node) -> float:
+        """The value function's score of a node (mean over ``value_samples``), -1 when no reply names one."""
+        parts = value_parts(
+            self.value_prompt, self.trajectory(node), [(text, reflection) for _, text, reflection in self.failed]
+        )
+        scores = []
+        for k in range(self.cfg.value_samples):
+            sampling = Sampling(self.cfg.value_max_tokens, self.cfg.temperature, sample_index=k)
+            said, used = await self.text_call(parts, VALUE_SUFFIX, ("\n\n",), sampling)
+            self.usage += used
+            self.value_calls += 1
+            score = parse_value(said)
+            if score is None:
+                self.unparsed_values += 1
+            scores.append(-1.0 if score is None else score)
+        return sum(scores) / len(scores)
+
+    async def _evaluate(self, children: list[Node], proposals: Mapping[str, int]) -> None:
+        """Each new child's value: the value function's (and the self-consistency share) for an
+        open one, the reward for a terminal one. The value calls go at once."""
+        total = sum(proposals.values()) or 1
+
+        async def one(child: Node) -> None:
+            if child.terminal:
+                child.reward = await self._reward(child)
+                child.value = child.reward
+                return
+            child.lm_value = await self._value(child)
+            said = "" if child.action is None else (child.action.text or child.action.name)
+            child.sc_value = proposals.get(said, 0) / total
+            w = self.cfg.sc_weight
+            child.value = (1 - w) * child.lm_value + w * child.sc_value
+
+        await asyncio.gather(*(one(c) for c in children))
+
+    async def _reward(self, node: Node) -> float:
+        """A terminal node's reward under the run's feedback (module docstring)."""
+        if self.cfg.feedback == "oracle":
+            assert self.grade is not None
+            return 1.0 if self.grade(node.answer or "", node.env_reward) else 0.0
+        if node.env_reward is not None:
+            return float(node.env_reward)
+        node.lm_value = await self._value(node)
+        return max(0.0, node.lm_value)
+
+    async def _simulate(self, node: Node) -> tuple[Node, float]:
+        """From ``node``, always the best new child, to a terminal node (its reward) or the cap (-1)."""
+        while not node.terminal:
+            if node.depth >= self.max_depth:
+                return node, -1.0
+            children = await self._expand(node)
+            if not children:
+                return node, -1.0
+            ended = [c for c in children if c.terminal]
+            if ended:
+                end = max(ended, key=lambda c: c.reward or 0.0)
+                return end, end.reward or 0.0
+            node = max(children, key=lambda c: c.value)
+        return node, node.reward or 0.0
+
+    def _backpropagate(self, node: Node, reward: float) -> None:
+        current: Node | None = node
+        while current is not None:
+            current.visits += 1
+            folded = -1.0 if current.terminal and not current.success() else reward
+            current.value = current.value + (folded - current.value) / current.visits
+            current = current.parent
+
+    async def _reflect(self, node: Node) -> None:
+        """A reflection on a failed terminal trajectory, while fewer than ``reflections`` exist
+        and the answer is one not reflected on yet."""
+        answer = node.answer or (node.action.text if node.action is not None else "") or ""
+        if len(self.reflections) >= self.cfg.reflections or any(a == answer for a, _, _ in self.failed):
+            return
+        text = self.trajectory(node)
+        if self.cfg.feedback == "oracle":
+            feedback = f"The answer {answer!r} is incorrect."
+        elif node.env_reward is not None:
+            feedback = f"The environment scored this attempt {node.env_reward:g} out of 1."
+        else:
+            feedback = f"An evaluator scored this attempt {round(10 * (node.reward or 0.0))} out of 10."
+        sampling = Sampling(self.cfg.reflection_max_tokens, 0.0)
+        said, used = await self.text_call(self.reflection_parts(text, feedback), "Reflection:", ("\n",), sampling)
+        self.usage += used
+        node.reflection = said
+        self.reflections.append(said)
+        self.failed.append((answer, text, said))
+
+    def _best(self) -> Node | None:
+        ended = [
+            n for n in self.nodes if n.terminal and n.parent is not None and n.reward is not None and n.reward >= 0
+        ]
+        if ended:
+            return max(ended, key=lambda n: (n.reward or 0.0, n.value))
+        return None
+
+    def _result(self, chosen: Node | None, error: str | None = None) -> SearchResult:
+        path = chosen.path() if chosen is not None else []
+        episode = None
+        reason = "error" if error is not None else "step_limit"
+        prediction, reward = "", None
+        if chosen is not None:
+            if chosen.answer is not None:
+                reason, prediction = "answered", chosen.answer
+            elif chosen.env_reward is not None or chosen.terminal:
+                reason = "done" if chosen.env_reward is not None else "step_limit"
+            reward = chosen.env_reward
+            events = [e for n in path for e in n.events]
+            events.append(
+                event_to_dict(
+                    EpisodeFinished(prediction, reason, len(path), sum((n.usage for n in path), Usage()), reward=reward)  # type: ignore[arg-type]
+                )
+            )
+            episode = Episode(
+                route="lats",
+                history=tuple(message_to_dict(m) for m in chosen.history()),
+                events=tuple(events),
+                first_observation=self.first,
+                memory=self.memory_text(self.reflections) if self.reflections else "",
+            )
+        tree = {
+            "feedback": self.cfg.feedback,
+            "nodes": [n.to_dict() for n in self.nodes],
+            "chosen": [0, *(n.id for n in path)] if self.nodes else [],
+            "reflections": list(self.reflections),
+            "iterations": self.iterations,
+            "value_calls": self.value_calls,
+            "unparsed_values": self.unparsed_values,
+            "stats": {
+                "resets": self.replayer.stats.resets,
+                "replayed_steps": self.replayer.stats.replayed_steps,
+                "new_steps": self.replayer.stats.new_steps,
+                "reused_envs": self.replayer.stats.reused,
+                "replay_s": round(self.replayer.stats.replay_s, 4),
+            },
+        }
+        return SearchResult(prediction, reason, len(path), reward, self.usage, episode, tree, error)
