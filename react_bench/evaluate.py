@@ -348,7 +348,8 @@ class Run:
         lines = [
             f"dry run (no model call): {len(examples)} examples, {calls_said}, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
-            f"{u.cache_creation_input_tokens} written) and at most {u.output_tokens} output tokens; "
+            f"{u.cache_creation_input_tokens} written) and {'about' if self.solver.spec.tree else 'at most'} "
+            f"{u.output_tokens} output tokens; "
             f"estimated cost {cost_text} ({bound_said}), "
             f"{summary['hours_at_rpm']:.1f} hours at {summary['rpm']:g} requests/minute" + ("" if rpm else " (assumed)")
         ]
