@@ -304,6 +304,14 @@ async def test_lats_on_webshop_buys_by_the_environments_reward(tmp_path: Path) -
         assert record["trajectory"][0]["history"][-2]["content"][0]["text"].strip() == "click[Buy Now]"
         assert tree["stats"]["resets"] >= 1 and tree["stats"]["new_steps"] >= len(tree["chosen"]) - 1
     assert result.metrics["success"]["mean"] == 1.0
+    replay = replace(
+        cfg,
+        model={"provider": "replay", "cassette": str(result.run_dir / "calls.jsonl")},  # type: ignore[arg-type]
+        results_dir=tmp_path / "replayed",
+        run_id="replayed",
+    )
+    replayed = lines((await evaluate(replay, out=io.StringIO())).run_dir / "examples.jsonl")  # the server is gone
+    assert [(r["reward"], r["tree"]["nodes"]) for r in replayed] == [(r["reward"], r["tree"]["nodes"]) for r in got]
 
 
 def test_the_tree_is_drawn_escaped_and_whatever_ids_a_folder_holds() -> None:
