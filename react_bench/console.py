@@ -33,6 +33,7 @@ from react_bench.events import (
     EpisodeFinished,
     ParseError,
     RunProgress,
+    SearchIteration,
     StepFinished,
     StepStarted,
     ToolCalled,
@@ -83,9 +84,10 @@ class ProgressBar:
         self._steps[example_id] = step
         self._show(refresh=True)
 
-    def trial(self, example_id: str, trial: int, trials: int) -> None:
-        """A Reflexion trial has started: its steps count from 1 again, so the line says which trial."""
-        self._trials[example_id] = f"trial {trial}/{trials}, "
+    def trial(self, example_id: str, trial: int, trials: int, what: str = "trial") -> None:
+        """A Reflexion trial (or a LATS iteration, ``what``) has started: its steps count from 1
+        again, so the line says which."""
+        self._trials[example_id] = f"{what} {trial}/{trials}, "
         self._steps.pop(example_id, None)
         self._show(refresh=True)
 
@@ -143,6 +145,9 @@ class TrajectoryPrinter:
             case TrialStarted(trial=trial, trials=trials):
                 self._flush(example_id)
                 self._line(example_id, f"=== trial {trial}/{trials}")
+            case SearchIteration(iteration=iteration, iterations=iterations, nodes=nodes):
+                self._flush(example_id)
+                self._line(example_id, f"=== search iteration {iteration}/{iterations} ({nodes} nodes)")
             case StepStarted(step=step):
                 self._step[example_id], self._labelled[example_id] = step, False
                 self._line(example_id, f"--- step {step}")

@@ -40,7 +40,7 @@ from react_bench.environment import EnvFactory
 from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
-from react_bench.events import AgentEvent, RunProgress, StepStarted, TrialStarted
+from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, endpoint_host, operational
@@ -414,6 +414,8 @@ class Run:
                 bar.heartbeat(example_id, event.step)  # is not silence
             elif isinstance(event, TrialStarted):  # Reflexion: and the trial it is in
                 bar.trial(example_id, event.trial, event.trials)
+            elif isinstance(event, SearchIteration):  # LATS: and the iteration it is in
+                bar.trial(example_id, event.iteration, event.iterations, "iteration")
 
         # Who reads the events: the trajectory printer, the bar's heartbeat, the caller's own sink.
         sinks = [s for s in (printer, heartbeat if enabled else None, on_event) if s is not None]

@@ -199,9 +199,21 @@ class TrialStarted:
     type: Literal["trial_started"] = field(default="trial_started", repr=False)
 
 
+@dataclass(frozen=True)
+class SearchIteration:
+    """``mode=lats``: iteration ``iteration`` of at most ``iterations`` of an example's search
+    begins, its tree ``nodes`` large. Told to the run's sinks (the bar, the printer), not recorded."""
+
+    iteration: int
+    iterations: int
+    nodes: int
+    type: Literal["search_iteration"] = field(default="search_iteration", repr=False)
+
+
 AgentEvent = (
     StepStarted
     | TrialStarted
+    | SearchIteration
     | AssistantTextDelta
     | AssistantThinkingDelta
     | ToolCalled

@@ -23,7 +23,9 @@ iteration:
    Reflexion's), until ``reflections`` are written; the reflections go before the opening of
    every later expansion and value request.
 
-The search stops at a terminal node whose reward is 1 (a success), or after ``iterations``. The
+The search stops at a terminal node whose reward is 1 (a success), or after ``iterations``. Each
+iteration is told to the run's sinks (``events.SearchIteration``: the bar, the printer), and each
+expansion as a ``StepStarted`` of the depth it expands. The
 answer is that success, else the terminal node of the highest reward (then value), else none.
 Every node the search made is attached to the tree (LATS's code builds the simulation's nodes
 without attaching them to their parent; here they are the parent's children, so a node is
@@ -73,6 +75,7 @@ from react_bench.events import (
     AssistantTextDelta,
     AssistantThinkingDelta,
     EpisodeFinished,
+    SearchIteration,
     StepFinished,
     StepStarted,
     event_to_dict,
@@ -390,6 +393,10 @@ class TreeSearch:
         self.first = ""
         self.actions: tuple[ToolSpec, ...] = ()
 
+    def _tell(self, event: AgentEvent) -> None:
+        if self.on_event is not None:
+            self.on_event(event)
+
     def _node(self, parent: Node | None, **kw: Any) -> Node:
         node = Node(len(self.nodes), parent, 0 if parent is None else parent.depth + 1, **kw)
         self.nodes.append(node)
@@ -420,6 +427,7 @@ class TreeSearch:
             if node is None:
                 break
             self.iterations += 1
+            self._tell(SearchIteration(self.iterations, self.cfg.iterations, len(self.nodes)))
             children = await self._expand(node)
             won = next((c for c in children if c.success()), None)
             if won is not None:
@@ -463,6 +471,7 @@ class TreeSearch:
             node.terminal = True
             return []
         step = node.depth + 1
+        self._tell(StepStarted(step))  # the bar: the depth being expanded
         history = node.history()
         memory = self._memory()
         base = self.policy(self.first, self.actions, memory)

@@ -302,7 +302,7 @@ class Solver:
         if spec.trials:
             return await self._reflexion(example, on_event)
         if spec.tree:
-            return await self._lats(example)
+            return await self._lats(example, on_event)
         first = await self._part(spec.first, example, on_event)
         if spec.backoff is not None and wants_backoff(spec.first, first):
             second = await self._part(spec.backoff, example, on_event)
@@ -588,7 +588,7 @@ class Solver:
             trials=trials,
         )
 
-    async def _lats(self, example: Example) -> Outcome:
+    async def _lats(self, example: Example, on_event: EventSink | None) -> Outcome:
         """LATS's search of one example (``lats.TreeSearch``): the chosen trajectory is the
         example's episode, scored as a ReAct episode is; the tree goes in the record."""
         config = self.settings.lats
@@ -627,6 +627,7 @@ class Solver:
             lambda transcript, feedback: reflection_parts(self.prompts["reflexion"], transcript, feedback),
             memory_text,
             grade,
+            on_event,
         )
         found = await search.run()
         return Outcome(

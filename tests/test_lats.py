@@ -20,6 +20,7 @@ import pytest
 
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
+from react_bench.events import SearchIteration
 from react_bench.lats import LatsConfig, parse_value
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
@@ -115,8 +116,14 @@ async def test_lats_on_hotpotqa_searches_records_its_tree_and_replays(tmp_path: 
     n = 4
     golds = gold_answers(n)
     lats = LatsConfig(n=3, iterations=5)
+    told: list[tuple[str, Any]] = []
+    printed = io.StringIO()
     with MessagesServer(responder=Brancher(golds)) as server:
-        result = await evaluate(config(server, tmp_path, "lats", n, lats), out=io.StringIO())
+        result = await evaluate(
+            config(server, tmp_path, "lats", n, lats, show="trajectories"),
+            out=printed,
+            on_event=lambda example_id, event: told.append((example_id, event)),
+        )
         sent = len(server.requests)
     got = lines(result.run_dir / "examples.jsonl")
     assert len(got) == n and sent > 0
@@ -139,6 +146,10 @@ async def test_lats_on_hotpotqa_searches_records_its_tree_and_replays(tmp_path: 
         assert record["calls"] >= 2 * lats.n  # at least an expansion's samples and their values
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["config"]["solve"]["lats"]["feedback"] == "honest" and "lats" in run["prompts"]
+    # watching: each iteration is told (the bar and the printer say it), the depth expanded as its step
+    iterations = Counter(i for i, e in told if isinstance(e, SearchIteration))
+    assert iterations == {r["id"]: r["tree"]["iterations"] for r in got}
+    assert "=== search iteration 1/5 (1 nodes)" in printed.getvalue()
     # model=replay: no request, the same predictions and trees
     replay = RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
