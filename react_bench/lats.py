@@ -497,7 +497,9 @@ class TreeSearch:
             proposals[said] = proposals.get(said, 0) + 1
             unique.setdefault((decision.message.text, said), (decision, events))
         children = []
-        for decision, events in unique.values():
+        # in the order of their text, not of their arrival: samples are alike in all but their text,
+        # and a search must not hang on which answer came back first (ties in value go to the first)
+        for (_, _), (decision, events) in sorted(unique.items(), key=lambda kv: (kv[0][1], kv[0][0])):
             children.append(await self._child(node, step, decision, events))
         node.children.extend(children)
         await self._evaluate(children, proposals)

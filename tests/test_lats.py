@@ -263,8 +263,11 @@ class Shopper:
         from react_bench.envs.webshop.catalog import oracle_actions
 
         text = _text(body)
-        if "You judge how promising an attempt" in text:
-            return Reply.text(f" The product and its options are on the way to the instruction. {_WHY}\nScore: 6")
+        if "You judge how promising an attempt" in text:  # the further along the expert's way, the better
+            shown = text.rsplit("Trajectory:\n", 1)[1]
+            goal = next((g for g in self.goals if g.instruction in shown), None)
+            done = sum(a in shown for a in oracle_actions(goal)) if goal is not None else 0
+            return Reply.text(f" The product and its options are on the way. {_WHY}\nScore: {min(9, 3 + done)}")
         if "Write a reflection in one paragraph" in text:
             return Reply.text(
                 " I bought before choosing the options the instruction names. Next time I will choose them."
