@@ -58,6 +58,16 @@ def eval_py(
     )
 
 
+def compare_py(*paths: Path, out: Path) -> subprocess.CompletedProcess:
+    """scripts/compare.py over ``paths``, writing to ``out``."""
+    return subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "compare.py"), *map(str, paths), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def eval_without_a_key(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """scripts/eval.py with no Anthropic key and the API unreachable: what a dry run needs (nothing)."""
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {

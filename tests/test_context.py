@@ -12,7 +12,7 @@ from react_bench.loop import LoopConfig
 from react_bench.models.base import NoServer, ThinkingConfig
 from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from tests.support import PROMPTS, eval_py, records, run_dir_of
+from tests.support import PROMPTS, compare_py, eval_py, records, run_dir_of
 
 SEARCHES = ["Alpha Lake", "Beta River", "Gamma", "Alpha Lake"]
 
@@ -176,10 +176,6 @@ def test_the_stub_names_step_action_and_size():
 
 
 def test_compare_puts_runs_that_differ_only_in_context_side_by_side(tmp_path):
-    import subprocess
-    import sys
-
-    from tests.support import REPO
 
     script = tmp_path / "script.json"
     script.write_text(json.dumps(text_script("yes")))
@@ -197,12 +193,7 @@ def test_compare_puts_runs_that_differ_only_in_context_side_by_side(tmp_path):
         )
         assert done.returncode == 0, done.stderr
     out = tmp_path / "cmp"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "compare.py"), str(tmp_path / "runs"), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = compare_py(tmp_path / "runs", out=out)
     assert done.returncode == 0, done.stderr
     rows = [line for line in (out / "context.md").read_text().splitlines() if line.startswith("| hotpotqa")]
     assert [row.split("|")[5].strip() for row in rows] == ["full", "truncate"]

@@ -359,11 +359,9 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
     """scripts/compare.py over Standard, CoT-SC, ReAct, Reflexion and LATS runs of the stand-in:
     frontier.md and frontier.png with the frontier marked and LATS's published figure on its row,
     report.html with the frontier and the search trees; the inspection notebook draws a tree."""
-    import subprocess
-    import sys
 
     from react_bench.reflexion import ReflexionConfig
-    from tests.support import REPO, run_notebook
+    from tests.support import compare_py, run_notebook
 
     n = 3
     golds = gold_answers(n)
@@ -379,12 +377,7 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
         for name, solve in modes.items():
             await evaluate(replace(config(server, folder, name, n, LatsConfig()), solve=solve), out=io.StringIO())
     out = tmp_path / "study"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "compare.py"), str(folder), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = compare_py(folder, out=out)
     assert done.returncode == 0, done.stderr
     md = (out / "frontier.md").read_text()
     rows = {line.split(" |")[0].strip("| ").split("/")[0]: line for line in md.splitlines() if "/text (" in line}

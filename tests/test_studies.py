@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, records, run_dir_of, run_notebook
+from tests.support import REPO, compare_py, records, run_dir_of, run_notebook
 
 UNIVERSAL = [" I look it up.\nAction 1: Finish[yes]\nAnswer: yes"] * 200  # every mode can read it
 
@@ -58,12 +58,7 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_compare_writes_the_table_the_paired_tests_and_both_plots(three_runs: Path, tmp_path: Path) -> None:
     out = tmp_path / "compare"
-    done = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = compare_py(three_runs, out=out)
     assert done.returncode == 0, done.stderr
     table = (out / "table1.md").read_text()
     rows = {line.split("|")[1].strip(): line for line in table.splitlines() if line.startswith("| ")}
@@ -300,12 +295,7 @@ def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Pa
             pytest.fail("CI needs Debian's chromium (.ci/run installs it)")
         pytest.skip("no chromium here (apt-get install chromium)")
     out = tmp_path / "study"
-    compare = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "compare.py"), str(three_runs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    compare = compare_py(three_runs, out=out)
     assert compare.returncode == 0, compare.stderr
     shot = subprocess.run(
         [
