@@ -474,3 +474,46 @@ async def test_lats_on_fever_answers_a_label_with_oracle_feedback(tmp_path: Path
     assert [r["prediction"] for r in got] == [golds[r["question"].strip()] for r in got]
     assert all(r["correct"] and r["tree"]["feedback"] == "oracle" for r in got)
     assert result.metrics["lats"]["oracle_feedback"] is True
+
+
+@pytest.mark.slow  # the generated games are built first (about a minute, once per session)
+async def test_lats_on_generated_alfworld_games_replays_the_engine(tmp_path: Path) -> None:
+    """ALFWorld through the same search: each node's game rebuilt by replaying its commands in a
+    fresh engine; a game not won leaves every iteration run and no answer, without an error."""
+    from react_bench.tasks.alfworld import AlfworldConfig
+    from tests.support import composed
+
+    moves = (" look", " inventory", " go to cabinet 1")
+    seen: Counter[str] = Counter()
+
+    def respond(body: dict[str, Any]) -> Reply:
+        text = _text(body)
+        if "You judge how promising an attempt" in text:
+            return Reply.text(f" Looking around is a start. {_WHY}\nScore: {3 + text.count('cabinet') % 4}")
+        if "Write a reflection in one paragraph" in text:
+            return Reply.text(" I looked around instead of going for the object. Next time I will search for it.")
+        key = json.dumps(body["messages"], sort_keys=True)
+        seen[key] += 1
+        return Reply.text(moves[(seen[key] - 1) % len(moves)])
+
+    lats = LatsConfig(n=3, iterations=2)
+    with MessagesServer(responder=respond) as server:
+        base = RunConfig.from_mapping(composed("task=alfworld", "mode=lats", "protocol=custom", "max_steps=3", "n=2"))
+        cfg = replace(
+            base,
+            env=AlfworldConfig(games=12, train_games=18, seed=0),
+            model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
+            solve=replace(base.solve, lats=lats),
+            results_dir=tmp_path,
+            run_id="alf",
+            progress=False,
+        )
+        result = await evaluate(cfg, out=io.StringIO())
+    got = lines(result.run_dir / "examples.jsonl")
+    assert len(got) == 2 and all(r["error"] is None for r in got)
+    for record in got:
+        tree = record["tree"]
+        assert tree["iterations"] == 2 and tree["stats"]["replayed_steps"] > 0 and len(tree["nodes"]) > 4
+        observed = {n["action"]: n["observation"] for n in tree["nodes"] if n["action"] == "look"}
+        assert all(o.startswith("You are in the middle of a room.") for o in observed.values())
+        assert record["success"] == 0.0 and record["prediction"] == ""
