@@ -167,6 +167,14 @@ def estimate_example(
     return total
 
 
+def lats_calls_at_most(solver: Solver) -> int:
+    """mode=lats: the most calls an example can make (every simulation to the cap, in every
+    iteration): per expansion ``n`` samples and ``n`` values, and the reflections."""
+    config = solver.settings.lats
+    assert config is not None
+    return 2 * config.n * len(lats_expansions(solver, most=True)) + config.reflections
+
+
 def rounds(solver: Solver) -> int:
     """``batch=true``: the most rounds an example can take, its calls one after another (every
     episode to its step cap; CoT-SC's samples in one round; a reflection between trials)."""

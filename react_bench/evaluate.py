@@ -306,7 +306,7 @@ class Run:
             ASSUMED_ROUND_MINUTES,
             ASSUMED_RPM,
             estimate_run,
-            lats_expansions,
+            lats_calls_at_most,
             rounds,
             wire_request,
         )
@@ -334,10 +334,8 @@ class Run:
         }
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
         calls_said, bound_said = f"at most {estimate.calls} calls", "an upper bound: every episode to the step cap"
-        if self.solver.spec.tree:  # LATS: the expected search, and its most (estimate.lats_expansions)
-            lats = self.solver.settings.lats
-            assert lats is not None
-            most = len(examples) * (2 * lats.n * len(lats_expansions(self.solver, most=True)) + lats.reflections)
+        if self.solver.spec.tree:  # LATS: the expected search, and its most
+            most = len(examples) * lats_calls_at_most(self.solver)
             summary.update(
                 calls_at_most=most,
                 calls_expected=estimate.calls,

@@ -118,6 +118,9 @@ class AssistantThinkingDelta:
     type: Literal["assistant_thinking_delta"] = field(default="assistant_thinking_delta", repr=False)
 
 
+DELTAS = (AssistantTextDelta, AssistantThinkingDelta)  # a turn's fragments: shown live, never recorded
+
+
 @dataclass(frozen=True)
 class ToolCalled:
     """A complete tool call (an action) that the loop is about to execute."""

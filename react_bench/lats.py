@@ -71,9 +71,8 @@ from typing import Any, Literal, get_args
 from react_bench.environment import Action, EnvFactory, Environment, EpisodeAbort, Example, Observation
 from react_bench.errors import ConfigError, settings_of
 from react_bench.events import (
+    DELTAS,
     AgentEvent,
-    AssistantTextDelta,
-    AssistantThinkingDelta,
     EpisodeFinished,
     SearchIteration,
     StepFinished,
@@ -241,7 +240,7 @@ class Node:
             "parent": None if self.parent is None else self.parent.id,
             "depth": self.depth,
             "text": "" if self.turn is None else self.turn.text,
-            "action": None if self.action is None else (self.action.text or self.action.name),
+            "action": None if self.action is None else as_written(self.action),
             "observation": self.observation,
             "children": [c.id for c in self.children],
             "value": round(self.value, 6),
@@ -277,21 +276,21 @@ class Replayer:
         self.factory, self.example, self.keep = factory, example, keep
         self.live: OrderedDict[tuple[int, ...], Environment] = OrderedDict()
         self.stats = ReplayStats()
-        self.first: Observation | None = None
 
     async def reset(self) -> Observation:
+        """The example's first observation; the environment it came from is kept at the root."""
         env = self.factory()
         self.stats.resets += 1
         try:
-            self.first = await env.reset(self.example)
+            first = await env.reset(self.example)
         except BaseException:
             env.close()
             raise
         self._keep((), env)
-        return self.first
+        return first
 
     def actions(self) -> Any:
-        env = next(iter(self.live.values()), None) if self.live else None
+        env = next(iter(self.live.values()), None)
         if env is not None:
             return env.actions()
         env = self.factory()
@@ -339,7 +338,11 @@ class Replayer:
 
 TextCall = Callable[[list[str], str, tuple[str, ...], Sampling], Awaitable[tuple[str, Usage]]]
 MakePolicy = Callable[[str, tuple[ToolSpec, ...], str], TextPolicy]
-_DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
+
+
+def as_written(action: Action | ToolCall | None) -> str:
+    """An action as the model wrote it (the text runner's), else its name."""
+    return "" if action is None else (action.text or action.name)
 
 
 @dataclass
@@ -482,7 +485,7 @@ class TreeSearch:
             async for item in policy.decide(history, step):
                 if isinstance(item, Decision):
                     decision = item
-                elif not isinstance(item, _DELTAS):
+                elif not isinstance(item, DELTAS):
                     events.append(event_to_dict(item))
             return decision, events
 
@@ -493,9 +496,9 @@ class TreeSearch:
             if decision is None:
                 continue
             self.usage += decision.usage
-            said = decision.calls[0].text or decision.calls[0].name if decision.calls else ""
-            proposals[said] = proposals.get(said, 0) + 1
-            unique.setdefault((decision.message.text, said), (decision, events))
+            action = as_written(decision.calls[0] if decision.calls else None)
+            proposals[action] = proposals.get(action, 0) + 1
+            unique.setdefault((decision.message.text, action), (decision, events))
         children = []
         # in the order of their text, not of their arrival: samples are alike in all but their text,
         # and a search must not hang on which answer came back first (ties in value go to the first)
@@ -576,8 +579,7 @@ class TreeSearch:
                 child.value = child.reward
                 return
             child.lm_value = await self._value(child)
-            said = "" if child.action is None else (child.action.text or child.action.name)
-            child.sc_value = proposals.get(said, 0) / total
+            child.sc_value = proposals.get(as_written(child.action), 0) / total
             w = self.cfg.sc_weight
             child.value = (1 - w) * child.lm_value + w * child.sc_value
 
@@ -652,8 +654,8 @@ class TreeSearch:
         if chosen is not None:
             if chosen.answer is not None:
                 reason, prediction = "answered", chosen.answer
-            elif chosen.env_reward is not None or chosen.terminal:
-                reason = "done" if chosen.env_reward is not None else "step_limit"
+            elif chosen.env_reward is not None:
+                reason = "done"
             reward = chosen.env_reward
             events = [e for n in path for e in n.events]
             events.append(

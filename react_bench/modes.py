@@ -48,9 +48,8 @@ from react_bench.context import ContextConfig, ContextView, SubagentEnv
 from react_bench.environment import EnvFactory, Environment, EpisodeAbort, Example
 from react_bench.errors import ConfigError
 from react_bench.events import (
+    DELTAS,
     AgentEvent,
-    AssistantTextDelta,
-    AssistantThinkingDelta,
     TrialStarted,
     event_to_dict,
 )
@@ -728,14 +727,11 @@ class _NoEnv:
         pass
 
 
-_DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
-
-
 def _outcome(result: EpisodeResult, route: str, stats: StepStats, first_observation: str, memory: str = "") -> Outcome:
     episode = Episode(
         route=route,
         history=tuple(message_to_dict(m) for m in result.history),
-        events=tuple(event_to_dict(e) for e in result.events if not isinstance(e, _DELTAS)),
+        events=tuple(event_to_dict(e) for e in result.events if not isinstance(e, DELTAS)),
         first_observation=first_observation,
         memory=memory,
     )
