@@ -26,7 +26,7 @@ from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
 from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.paths import CONFIGS
-from react_bench.prompts import PromptSpec, load_instruction, with_shots
+from react_bench.prompts import PAPER_SOURCE, PaperPrompts, PromptSpec, load_instruction, with_shots
 from react_bench.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
@@ -84,9 +84,12 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
         instruction = load_instruction(cfg.instruction_file, cfg.instruction_key)
     prompts = {}
     for key in keys:
+        paper = paper_prompt(task, key, cfg.prompt_pair) if cfg.prompt_source == "paper" else None
         foreign = cfg.prompt_file is not None and key in foreign_keys
         file = cfg.prompt_file if foreign else None
-        prompts[key] = task.prompt(key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair)
+        prompts[key] = paper or task.prompt(
+            key, file, cfg.prompt_key, instruction if foreign else None, cfg.prompt_pair
+        )
     shots = text_shots(cfg)
     if shots is not None:
         starts = task.text_format().exemplar_starts
@@ -97,6 +100,39 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
     if spec.tree:  # LATS: the value function's prompt
         prompts["lats"] = value_prompt(task.info.name)
     return prompts
+
+
+def not_the_papers(cfg: RunConfig, prompts: dict[str, PromptSpec]) -> list[str]:
+    """Under ``prompt=paper``, one line per prompt the paper published none of (the project's own is sent)."""
+    if cfg.prompt_source != "paper":
+        return []
+    return [
+        f"prompt=paper: the paper published no {key} prompt for task={cfg.task.name} mode={cfg.solve.mode} "
+        f"runner={cfg.solve.runner}; the project's own is sent ({prompt.source}), as run.json records"
+        for key, prompt in prompts.items()
+        if not prompt.source.startswith(PAPER_SOURCE)
+    ]
+
+
+def paper_prompt(task: Any, style: str, pair: tuple[int, int] | None = None) -> PromptSpec | None:
+    """``task``'s prompt of ``style`` from the paper's own files (``prompt=paper``); None where the
+    paper published none. Fetched on first use (``react_bench.upstream``); the source names the
+    pinned files, e.g. ``paper: ysymyth/ReAct@6bdb3a1:prompts/prompts_naive.json#webthink_simple6``."""
+    from react_bench import upstream
+
+    paper: PaperPrompts | None = getattr(task.info, "paper_prompts", None)
+    if paper is None or style not in paper.styles:
+        return None
+    instruction = upstream.text(paper.instruction) if paper.instruction else paper.instruction
+    after = f" + {upstream.texts()[paper.instruction].label}" if paper.instruction else ""
+    if style in paper.texts:
+        text = upstream.texts()[paper.texts[style]]
+        return PromptSpec(instruction or "", upstream.text(text.name), f"{PAPER_SOURCE}{text.label}{after}")
+    assert paper.file is not None
+    path = upstream.fetch(paper.file)
+    made: PromptSpec = task.prompt(style, str(path), paper.keys[style], instruction, pair)
+    label = made.source.replace(str(path), upstream.pinned(paper.file).label)
+    return replace(made, source=f"{PAPER_SOURCE}{label}{after}")
 
 
 def env_config(cfg: RunConfig, task: Task) -> Any:

@@ -37,7 +37,7 @@ from typing import Any, Protocol, TextIO
 from react_bench import rundir
 from react_bench.console import ProgressBar, TrajectoryPrinter
 from react_bench.environment import EnvFactory
-from react_bench.episode import Solved, build_solver, env_config, solve_example
+from react_bench.episode import Solved, build_solver, env_config, not_the_papers, solve_example
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
@@ -169,6 +169,8 @@ class Run:
                 flush=True,
             )
         prompts, env_factory, solver = build_solver(cfg, task, env, stack.top)
+        for line in not_the_papers(cfg, prompts) if cfg.show != "none" else ():
+            print(f"note: {line}", file=out)
         not_applied = not_applied_settings(stack.top, solver)
         settings = {
             "protocol": cfg.protocol,

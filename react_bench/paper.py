@@ -102,12 +102,30 @@ class Price:
     hours: float
     batch_usd: float | None = None  # batch=true: half price, the prompt cache written for an hour
     batch_hours: float = 0.0  # rounds x ASSUMED_ROUND_MINUTES, run after run
+    prompts: tuple[str, ...] = ()  # the sources of its runs' prompts, each once
 
 
-def _config(job: Job, model: Sequence[str]) -> Any:
+PAPER_PROMPTS = "prompt=paper"  # every run sends the paper's own prompts (``prompt=own`` on the command line: ours)
+
+
+def _prompt_choice(given: Sequence[str]) -> list[str]:
+    """``prompt=paper`` unless the command line chose a prompt (Hydra takes a group once)."""
+    return [] if any(a.startswith("prompt=") for a in given) else [PAPER_PROMPTS]
+
+
+def _config(job: Job, model: Sequence[str], prompt: Sequence[str] = ()) -> Any:
     from react_bench.runconfig import RunConfig
 
-    settings = [*job.overrides, *job.priced_on, *model, "dry_run=true", "progress=false", "show=none"]
+    settings = [
+        *_prompt_choice(prompt),
+        *job.overrides,
+        *job.priced_on,
+        *model,
+        *prompt,
+        "dry_run=true",
+        "progress=false",
+        "show=none",
+    ]
     return RunConfig.from_mapping(_composed(settings))
 
 
@@ -128,9 +146,10 @@ class JobPrice:
     batched: Estimate  # the same calls, the prompt cache written with the 1-hour lifetime where taken
     model: str
     rounds: int  # batch=true: the most rounds an example takes
+    prompts: tuple[str, ...] = ()  # the sources of the prompts it sends (PromptSpec.source)
 
 
-def price_job(job: Job, model: Sequence[str]) -> JobPrice:
+def price_job(job: Job, model: Sequence[str], prompt: Sequence[str] = ()) -> JobPrice:
     """One run's upper bound: the first example's estimate (the exemplars written to the prompt
     cache), and the mean of the others' (read from it) for the rest of the paper's examples."""
     import asyncio
@@ -138,7 +157,7 @@ def price_job(job: Job, model: Sequence[str]) -> JobPrice:
     from react_bench.estimate import rounds
     from react_bench.evaluate import Run, _caching
 
-    cfg = _config(job, model)
+    cfg = _config(job, model, prompt)
     run = Run.prepare(cfg, out=io.StringIO())
     try:
         caching, minimum = _caching(cfg)
@@ -164,7 +183,8 @@ def price_job(job: Job, model: Sequence[str]) -> JobPrice:
             calls = first.calls + round(n * sum(e.calls for e in each) / k)
             usage = first.usage + _times(sum((e.usage for e in each), Usage()), n / k)
             estimates.append(Estimate(calls, usage))
-        return JobPrice(estimates[0], estimates[1], run.model.name, rounds(run.solver))
+        sources = tuple(p.source for p in run.prompts.values())
+        return JobPrice(estimates[0], estimates[1], run.model.name, rounds(run.solver), sources)
     finally:
         asyncio.run(run.aclose())
 
@@ -179,19 +199,23 @@ def _times(usage: Usage, k: float) -> Usage:
     )
 
 
-def price(model: Sequence[str], rpm: float | None = None, tpm: float | None = None) -> list[Price]:
+def price(
+    model: Sequence[str], rpm: float | None = None, tpm: float | None = None, prompt: Sequence[str] = ()
+) -> list[Price]:
     """Every part's price on the model of ``model`` (command-line settings: ``model=...``), live
-    and with ``batch=true``."""
+    and with ``batch=true``; ``prompt``: ``prompt=own`` prices the project's exemplars instead."""
     from react_bench.estimate import ASSUMED_ROUND_MINUTES
     from react_bench.models.capabilities import calls_cost_usd
 
     out = []
     for part in PARTS:
         calls, usage, rounds = 0, Usage(), 0
+        sources: dict[str, None] = {}
         usd: float | None = 0.0
         batch_usd: float | None = 0.0
         for job in part.jobs:
-            priced = price_job(job, model)
+            priced = price_job(job, model, prompt)
+            sources |= dict.fromkeys(priced.prompts)
             calls += priced.live.calls
             usage = usage + priced.live.usage
             rounds += priced.rounds
@@ -212,9 +236,34 @@ def price(model: Sequence[str], rpm: float | None = None, tpm: float | None = No
                 minutes / 60,
                 batch_usd if part.jobs else 0.0,
                 rounds * ASSUMED_ROUND_MINUTES / 60,
+                tuple(sources),
             )
         )
     return out
+
+
+def prompt_lines(prices: Sequence[Price]) -> list[str]:
+    """Which prompts each part sends: the paper's pinned files, and the project's own where the
+    paper published none (or ``prompt=own`` was given)."""
+    from react_bench.prompts import PAPER_SOURCE
+
+    lines = []
+    for p in prices:
+        files: dict[str, None] = {}
+        own: dict[str, None] = {}
+        for source in p.prompts:
+            if source.startswith(PAPER_SOURCE):
+                files |= dict.fromkeys(piece.split("#")[0] for piece in source[len(PAPER_SOURCE) :].split(" + "))
+            else:
+                own[source.split(" ")[0].split("/")[-1]] = None
+        said = []
+        if files:
+            said.append("the paper's own, " + ", ".join(files))
+        if own:
+            said.append("the project's own " + ", ".join(own))
+        if said:
+            lines.append(f"  {p.part} prompts: {'; '.join(said)}")
+    return lines
 
 
 def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds: float, batch: bool = False) -> str:
@@ -264,6 +313,7 @@ def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds:
         )
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
     lines += [f"  {p.name}: {p.note}" for p in PARTS if p.note]
+    lines += prompt_lines(prices)
     lines.append(f"(priced in {seconds:.1f} s)")
     return "\n".join(lines)
 
@@ -279,12 +329,15 @@ def main(argv: Sequence[str]) -> int:
     dry = any(a in ("dry_run=true", "dry_run=True") for a in given)
     batch = any(a in ("batch=true", "batch=True") for a in given)
     model = [a for a in given if a.split("=", 1)[0].split(".")[0] == "model" or a.startswith("model=")]
+    prompt = [a for a in given if a.startswith("prompt=")]
     rest = [
-        a for a in given if a not in model and not a.startswith("dry_run=") and not (dry and a.startswith("batch="))
+        a
+        for a in given
+        if a not in model + prompt and not a.startswith("dry_run=") and not (dry and a.startswith("batch="))
     ]
     if rest and dry:
         print(
-            f"error: experiment=paper dry_run=true takes model settings and batch=true only; got {rest[0]}",
+            f"error: experiment=paper dry_run=true takes model settings, prompt= and batch=true only; got {rest[0]}",
             file=sys.stderr,
         )
         return 2
@@ -292,11 +345,11 @@ def main(argv: Sequence[str]) -> int:
         spec = ModelSpec.from_mapping(_composed(model)["model"])
         if dry:
             started = time.monotonic()
-            prices = price(model, spec.requests_per_minute, spec.tokens_per_minute)
+            prices = price(model, spec.requests_per_minute, spec.tokens_per_minute, prompt)
             seconds = time.monotonic() - started
             print(price_table(prices, spec.display_label, spec.requests_per_minute, seconds, batch=batch))
             return 0
-        return run_all(model, rest)
+        return run_all(model, [*prompt, *rest])
     except ConfigError as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2
@@ -315,7 +368,14 @@ def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
     for part in PARTS:
         for k, job in enumerate(part.jobs, start=1):
             run_id = f"paper-{part.name.lower().replace(' ', '')}-{k}"
-            overrides = [*job.overrides, *model, *extra, f"run_id={run_id}", f"n={job.examples}"]
+            overrides = [
+                *_prompt_choice(extra),
+                *job.overrides,
+                *model,
+                *extra,
+                f"run_id={run_id}",
+                f"n={job.examples}",
+            ]
             cfg = RunConfig.from_mapping(_composed(overrides))
             if (run_dir_for(cfg, run_id) / "run.json").exists():  # the command run again: go on
                 cfg = replace(cfg, resume=True)

@@ -59,6 +59,7 @@ SELECTION_KEYS = ("split", "n", "offset", "ids", "on_missing", "data_dir")
 
 Executor = Literal["local", "ray"]
 Protocol = Literal["paper", "custom"]
+PromptSource = Literal["own", "paper"]
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 
 
@@ -92,6 +93,7 @@ class RunConfig:
     solve: SolveSettings
     env: Any = None  # the task's environment config (WikiConfig for the Wikipedia tasks); None: none
     protocol: Protocol = default("protocol")
+    prompt_source: PromptSource = "own"  # prompt=own | paper: the project's exemplars or the paper's own files
     prompt_file: str | None = None
     prompt_key: str | None = None
     instruction_file: str | None = None  # with prompt.file: the instruction put before its exemplars
@@ -149,6 +151,7 @@ class RunConfig:
             solve=solve,
             env=TASKS[task.name]().env_config(cfg.get(env_group) or {}, protocol) if env_group else None,
             protocol=protocol,
+            prompt_source=_prompt_source(prompt),
             prompt_file=prompt.get("file"),
             prompt_key=prompt.get("key"),
             instruction_file=prompt.get("instruction_file"),
@@ -271,6 +274,16 @@ def _task_context(context: ContextConfig, protocol: Protocol, info: TaskInfo) ->
 
 def _context(values: Mapping[str, Any]) -> ContextConfig:
     return settings_of(ContextConfig, values, "context")
+
+
+def _prompt_source(prompt: Mapping[str, Any]) -> PromptSource:
+    """``prompt=own|paper`` (configs/prompt/); ``prompt.file`` names other exemplars, so not with ``paper``."""
+    source = prompt.get("source") or "own"
+    if source not in get_args(PromptSource):
+        raise ConfigError(f"prompt={source}: one of {', '.join(get_args(PromptSource))}")
+    if source == "paper" and prompt.get("file"):
+        raise ConfigError("prompt=paper takes the paper's own files; prompt.file names another: give one of the two")
+    return cast(PromptSource, source)
 
 
 def _pair(value: Any) -> tuple[int, int] | None:

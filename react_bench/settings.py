@@ -204,6 +204,7 @@ defaults:
   - model: local
   - wiki: local
   - context: full
+  - prompt: own
   - optional experiment: null
   - _self_
   - override hydra/job_logging: stdout  # no eval.log file in the working folder

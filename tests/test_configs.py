@@ -125,14 +125,16 @@ def test_one_settings_table_writes_eval_yaml_and_help_and_gives_the_typed_defaul
         "configs/eval.yaml differs from react_bench/settings.py: python -m react_bench.settings > configs/eval.yaml"
     )
     cfg = composed()
-    groups = {p.name for p in CONFIGS.iterdir() if p.is_dir()} | {"solve", "hydra"}
+    # prompt is a group (own | paper: its ``source``) and a section of settings (file, key, ...) at once
+    groups = {p.name for p in CONFIGS.iterdir() if p.is_dir()} - {"prompt"} | {"solve", "hydra"}
     flat = {
         f"{k}.{leaf}" if isinstance(v, dict) else k
         for k, v in cfg.items()
         if k not in groups
         for leaf in (v if isinstance(v, dict) else [None])
     }
-    assert flat == {s.key for s in SETTINGS}
+    assert flat - {"prompt.source"} == {s.key for s in SETTINGS}
+    assert cfg["prompt"]["source"] == "own" and composed("prompt=paper")["prompt"]["source"] == "paper"
     assert all(
         cfg[k] == s.default if "." not in (k := s.key) else cfg[k.split(".")[0]][k.split(".")[1]] == s.default
         for s in SETTINGS

@@ -14,6 +14,12 @@ exemplars are of the game's task type); ``for_example`` picks the example's. A f
 FEVER's is empty, its exemplars open with their own instruction). With both, the first
 prompt is byte for byte the original's ``instruction + examples + "Question: q\n"``.
 The prompt text is hashed into the run's protocol fingerprint.
+
+``prompt=paper`` (``PaperPrompts``, one per task in its ``TaskInfo``) takes each style's prompt from
+the authors' own files, as their notebooks build it: the file and key, or the text a notebook
+assigns to a name, and the instruction the notebook puts in front (``react_bench.upstream`` fetches
+them, pinned). A style the paper published none for (ReAct-IM, the tool-use runner, Reflexion's
+reflections, LATS's value prompt) is the project's own, said by the run and named in run.json.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -30,6 +36,24 @@ from react_bench.errors import ConfigError
 
 PROMPT_DIR = Path(__file__).resolve().parent
 STYLES = ("react", "act", "cot", "standard")
+PAPER_SOURCE = "paper: "  # how a PromptSpec's source begins when the paper's files gave it
+
+
+@dataclass(frozen=True)
+class PaperPrompts:
+    """A task's prompts as the paper's code builds them: ``keys`` (style -> key of the pinned JSON
+    file ``file``; None: the task's own key scheme, ALFWorld's per-type pairs), ``texts`` (style ->
+    a pinned text, WebShop's notebook prompts), ``instruction`` (a pinned text; ``""`` none; None
+    the task's own words, which are the notebook's: ALFWorld's opening line)."""
+
+    file: str | None = None
+    keys: Mapping[str, str | None] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
+    instruction: str | None = ""
+
+    @property
+    def styles(self) -> tuple[str, ...]:
+        return (*self.keys, *self.texts)
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,8 @@ CONTINUE_INSTRUCTION = (
     "Continue the text above from where it stops. Begin your reply with `{suffix}` and "
     "follow the format of the examples exactly."
 )
+# shots=0: no instruction and no examples were sent (the bare format), so none is named
+CONTINUE_ZERO_SHOT = "Continue the text above from where it stops. Begin your reply with `{suffix}`."
 
 
 def text_request(
@@ -181,7 +183,9 @@ def text_request(
     if caps.prefill and suffix.strip():
         messages = (Message("user", tuple(blocks)), Message.assistant(suffix.rstrip()))
     else:
-        instruction = TextBlock("\n" + CONTINUE_INSTRUCTION.format(suffix=suffix.strip()))
+        zero_shot = not (parts and parts[0].strip())  # part 0 holds the instruction and exemplars
+        wording = CONTINUE_ZERO_SHOT if zero_shot else CONTINUE_INSTRUCTION
+        instruction = TextBlock("\n" + wording.format(suffix=suffix.strip()))
         messages = (Message("user", (*blocks, instruction)),)
     shared = int(0 in cache_after and 0 in kept)  # part 0, the instruction and exemplars: every example's
     return replace(decoding, messages=messages, stop=api_stops, cache_points=points, shared_cache_points=shared)

@@ -44,7 +44,7 @@ from react_bench.envs.alfworld.env import KINDS, ALFWorldFactory, alfworld_forma
 from react_bench.errors import ConfigError, settings_of
 from react_bench.models.base import OPERATIONAL
 from react_bench.paths import cache_dir
-from react_bench.prompts import PromptSpec, _read
+from react_bench.prompts import PaperPrompts, PromptSpec, _read
 from react_bench.runners.formats import LineFormat
 from react_bench.runners.parsing import first_closed
 from react_bench.settings import default
@@ -218,6 +218,9 @@ class AlfworldTask:
         shown_groups=("task_type",),
         # Reflexion's own ALFWorld protocol (Shinn et al., 2023): 12 trials, the heuristic halt
         protocol={"max_steps": 50, "reflexion": {"trials": 12, "halt": True}},
+        # alfworld.ipynb: its opening line (the task's own words are the notebook's), then the
+        # game type's react_<type>_1 + react_<type>_0 (prompt.pair picks others)
+        paper_prompts=PaperPrompts("react/alfworld_3prompts.json", {"react": None, "act": None}, instruction=None),
     )
     env_group: ClassVar[str | None] = "alfworld"
 

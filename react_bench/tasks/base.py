@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, assert_never, get_args
 
 from react_bench.environment import EnvFactory, Example
 from react_bench.errors import ConfigError, check_known
+from react_bench.prompts import PaperPrompts
 from react_bench.settings import default
 
 if TYPE_CHECKING:
@@ -257,6 +258,8 @@ class TaskInfo:
     shown_groups: tuple[str, ...] = ()  # those the console's table shows, a row per value
     # The paper's per-task protocol: what ``protocol=paper`` fixes besides the shared settings.
     protocol: Mapping[str, Any] = field(default_factory=dict)
+    # ``prompt=paper``: where the paper's own prompts are (None: it published none for this task)
+    paper_prompts: PaperPrompts | None = None
 
     def paper_figure(self, mode: str, source: str | None = None) -> float | None:
         """The paper's figure for ``mode`` (the first source where none is named)."""

@@ -270,6 +270,8 @@ def _store(path: Path, records: list[Record]) -> None:
 def _load_checked(path: Path, columns: tuple[str, ...], check: RecordCheck) -> list[Record]:
     import datasets  # a second of import time, paid only when data is read
 
+    bars = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.utils.logging.disable_progress_bar()  # a local file: no "Generating train split" bars
     try:
         dataset = datasets.load_dataset("json", data_files=str(path), split="train")
     except Exception:  # noqa: BLE001 - datasets wraps parse failures in many types
@@ -278,6 +280,9 @@ def _load_checked(path: Path, columns: tuple[str, ...], check: RecordCheck) -> l
         # lines file whose nested lists mix numbers and strings. Then the json pass's records
         # are used, which hold the same values.
         return _read_with_json(path, columns, check)
+    finally:
+        if bars:
+            datasets.utils.logging.enable_progress_bar()
     present = [c for c in columns if c in dataset.column_names]
     records = [{c: row.get(c) for c in columns} for row in dataset.select_columns(present).to_list()]
     for number, record in enumerate(records, start=1):

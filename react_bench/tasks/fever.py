@@ -35,6 +35,7 @@ from typing import Any
 from tqdm import tqdm
 
 from react_bench.metrics import FEVER_LABELS, fever_correct, map_fever_label
+from react_bench.prompts import PaperPrompts
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, DataError, Example, Pool, TaskConfig, TaskInfo, select
 from react_bench.tasks.data import HubSpec, locate, peek_record, read_records, resolve_pool
@@ -206,6 +207,11 @@ class FeverTask(WikiTask):
         paper={"PaLM-540B": PALM_FEVER, "GPT-3": {"react": 54.0}},
         paper_table=PAPER_TABLE1,
         groups=("label",),
+        # FEVER.ipynb sends webthink_simple3 as it is: its exemplars open with their own instruction
+        paper_prompts=PaperPrompts(
+            "react/fever.json",
+            {"react": "webthink_simple3", "act": "webact_simple3", "cot": "cotqa_simple3", "standard": "webqa_simple3"},
+        ),
     )
     label = "Claim"
     prompt_file = "fever"

@@ -34,6 +34,7 @@ from typing import Any
 from tqdm import tqdm
 
 from react_bench.metrics import exact_match, f1_score
+from react_bench.prompts import PaperPrompts
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, TaskInfo, select
 from react_bench.tasks.data import HubSpec, locate, peek_record, read_records, resolve_pool
@@ -217,6 +218,12 @@ class HotpotQATask(WikiTask):
         paper={"PaLM-540B": PALM_HOTPOTQA, "GPT-3": {"react": 30.4}},
         paper_table=PAPER_TABLE1,
         groups=("type", "level"),
+        # hotpotqa.ipynb: instruction + webthink_simple6; the other styles' keys of the same file
+        paper_prompts=PaperPrompts(
+            "react/prompts_naive.json",
+            {"react": "webthink_simple6", "act": "webact_simple6", "cot": "cotqa_simple6", "standard": "webqa_simple6"},
+            instruction="react/hotpotqa_instruction",
+        ),
     )
 
     def pool(self, config: TaskConfig) -> Pool:

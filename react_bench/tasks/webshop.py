@@ -39,7 +39,7 @@ from react_bench.envs.webshop.catalog import Catalog
 from react_bench.envs.webshop.env import WebShopFactory
 from react_bench.envs.webshop.render import render
 from react_bench.errors import ConfigError
-from react_bench.prompts import OneGroupPrompts
+from react_bench.prompts import OneGroupPrompts, PaperPrompts
 from react_bench.runners.formats import LineFormat
 from react_bench.tasks.base import Coverage, DataError, Pool, TaskConfig, TaskInfo, select
 
@@ -77,6 +77,8 @@ class WebShopTask(OneGroupPrompts):
         modes=("react", "act", "reflexion", "lats"),
         groups=("category",),
         protocol={"max_steps": 15, "context": "window", "act_at_cap": False},
+        # WebShop.ipynb: prompt1 (ReAct) and prompt1_actonly (Act), no instruction before them
+        paper_prompts=PaperPrompts(texts={"react": "react/webshop_react", "act": "react/webshop_act"}),
     )
     env_group: ClassVar[str | None] = "webshop"
 

@@ -1,0 +1,272 @@
+"""Other projects' public files (the paper's prompts and notebooks, the authors' data, recorded
+trajectories), pinned by commit and sha256, fetched on first use; the project ships none of them.
+
+Decisions a next engineer needs:
+
+- One manifest, ``upstream.json`` beside this module, names every such file: repository, full
+  commit, path, sha256, size, licence, and its name in a prepared data folder. ``texts`` names
+  strings that a notebook (or a module) assigns to a name, e.g. hotpotqa.ipynb's
+  ``instruction``: they are read out of the file's source with ``ast`` (parsed, never run), and
+  their own sha256 is checked too.
+- Where a file comes from, first found wins: a prepared data folder (``data_dir``,
+  ``$REACT_BENCH_DATA_DIR``, ``./data``, ``../shared/data``: ``tasks.data.find_data_dir``) under the
+  manifest's ``prepared`` name; the cache ``$REACT_BENCH_CACHE/upstream/<owner>/<repo>/<commit>/<path>``
+  (default ``~/.cache/react-bench``); GitHub's raw file host, ``$REACT_BENCH_GITHUB`` (default
+  ``https://raw.githubusercontent.com``), at ``/<owner>/<repo>/<commit>/<path>``. Each is checked
+  against the sha256: a prepared file that differs is an error naming it, never used.
+- A download is said first (what, from where, how big), written beside its final name and renamed
+  into place only once its sha256 is right: nothing half-written is ever read. A mismatch, an
+  error status or an unreachable host is one ``UpstreamError`` line (exit 2 from the scripts)
+  naming the file and the variable to set.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, TextIO
+
+from react_bench.errors import ConfigError
+from react_bench.paths import cache_dir
+from react_bench.redact import without_userinfo
+
+MANIFEST = Path(__file__).resolve().with_name("upstream.json")
+ENV_GITHUB = "REACT_BENCH_GITHUB"
+DEFAULT_GITHUB = "https://raw.githubusercontent.com"
+TIMEOUT_S = 30.0
+
+
+class UpstreamError(ConfigError):
+    """A pinned file that cannot be had: unreachable, refused, or not the bytes pinned."""
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """One file of another project's public repository, at one commit."""
+
+    name: str  # the manifest's key, e.g. "react/prompts_naive.json"
+    repo: str  # "owner/name"
+    commit: str  # the full commit sha
+    path: str
+    sha256: str
+    size: int
+    licence: str
+    prepared: str | None  # its name in a prepared data folder, where one holds it
+    what: str
+
+    @property
+    def url_path(self) -> str:
+        return f"/{self.repo}/{self.commit}/{self.path}"
+
+    @property
+    def label(self) -> str:
+        """How runs and messages name it: ``ysymyth/ReAct@6bdb3a1:prompts/prompts_naive.json``."""
+        return f"{self.repo}@{self.commit[:7]}:{self.path}"
+
+
+@dataclass(frozen=True)
+class PinnedText:
+    """A string that ``file`` assigns to ``variable`` (read as data), with its own sha256."""
+
+    name: str
+    file: str  # a Pinned's name
+    variable: str
+    sha256: str
+    prepared: tuple[str, str] | None  # (file in a prepared data folder, key of a JSON object there)
+    what: str
+
+    @property
+    def label(self) -> str:
+        return f"{pinned(self.file).label}#{self.variable}"
+
+
+@cache
+def _manifest() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    return data
+
+
+def files() -> dict[str, Pinned]:
+    return {name: Pinned(name=name, **row) for name, row in _manifest()["files"].items()}
+
+
+def texts() -> dict[str, PinnedText]:
+    found = {}
+    for name, row in _manifest()["texts"].items():
+        prepared = (str(row["prepared"][0]), str(row["prepared"][1])) if row.get("prepared") else None
+        found[name] = PinnedText(name, row["file"], row["variable"], row["sha256"], prepared, row["what"])
+    return found
+
+
+def pinned(name: str) -> Pinned:
+    known = files()
+    if name not in known:
+        raise KeyError(f"upstream.json names no file {name!r}; it has {sorted(known)}")
+    return known[name]
+
+
+def base_url() -> str:
+    return (os.environ.get(ENV_GITHUB) or DEFAULT_GITHUB).rstrip("/")
+
+
+def cached_path(file: Pinned) -> Path:
+    return cache_dir() / "upstream" / file.repo / file.commit / file.path
+
+
+def prepared_path(file: Pinned) -> Path | None:
+    """The file in a prepared data folder, where there is one that holds it."""
+    from react_bench.tasks.data import find_data_dir  # lazily: tasks import this module's readers
+
+    folder = find_data_dir(None) if file.prepared else None
+    if folder is None or file.prepared is None:
+        return None
+    path = folder / file.prepared
+    return path if path.is_file() else None
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def local(name: str) -> Path | None:
+    """The file where it is already here (a prepared folder, the cache), checked; None: not here."""
+    file = pinned(name)
+    for path, where in ((prepared_path(file), "the prepared data folder's"), (cached_path(file), "the cached")):
+        if path is None or not path.is_file():
+            continue
+        if _sha256(path) != file.sha256:
+            raise UpstreamError(
+                f"{where} {path} is not {file.label} (sha256 differs from upstream.json's): "
+                "remove it or set REACT_BENCH_DATA_DIR to a folder with the pinned files"
+            )
+        return path
+    return None
+
+
+def fetch(name: str, out: TextIO | None = None) -> Path:
+    """The pinned file ``name`` as a local path: found here, else downloaded once (module docstring)."""
+    found = local(name)
+    if found is not None:
+        return found
+    file = pinned(name)
+    url = base_url() + file.url_path
+    shown = without_userinfo(url)
+    print(
+        f"fetching {file.label} ({file.size / 1e6:.2f} MB, {file.licence}) from {without_userinfo(base_url())}",
+        file=sys.stderr if out is None else out,
+        flush=True,
+    )
+    final = cached_path(file)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.part")
+    try:
+        digest = _download(url, shown, tmp)
+        if digest != file.sha256:
+            raise UpstreamError(
+                f"{shown}: the bytes served are not {file.label} (sha256 {digest[:12]}..., pinned "
+                f"{file.sha256[:12]}...); nothing was kept. Check {ENV_GITHUB}"
+            )
+        os.replace(tmp, final)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return final
+
+
+def _download(url: str, shown: str, tmp: Path) -> str:
+    """``url`` into ``tmp``; its sha256. ``UpstreamError`` on any failure."""
+    import httpx2
+
+    digest = hashlib.sha256()
+    try:
+        with httpx2.stream("GET", url, timeout=TIMEOUT_S, follow_redirects=True) as response:
+            if response.status_code != 200:
+                raise UpstreamError(
+                    f"{shown}: the host answered {response.status_code}; set {ENV_GITHUB} to a reachable "
+                    "copy of GitHub's raw file host, or REACT_BENCH_DATA_DIR to a prepared data folder"
+                )
+            with open(tmp, "wb") as handle:
+                for block in response.iter_bytes():
+                    digest.update(block)
+                    handle.write(block)
+    except httpx2.HTTPError as err:
+        raise UpstreamError(
+            f"{shown} cannot be fetched ({type(err).__name__}: {' '.join(str(err).split())[:200]}); set "
+            f"{ENV_GITHUB} to a reachable copy of GitHub's raw file host, or REACT_BENCH_DATA_DIR to a prepared "
+            "data folder"
+        ) from None
+    return digest.hexdigest()
+
+
+def assigned_strings(source: str) -> Iterator[tuple[str, str]]:
+    """``(name, text)`` for each ``name = "text"`` at the top of Python ``source`` (parsed, never run)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a notebook cell with shell or magic lines: no assignment read from it
+        return
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            yield node.targets[0].id, node.value.value
+
+
+def sources_of(path: Path) -> Iterator[str]:
+    """The Python sources of a file: a notebook's code cells, in order, or a module's whole text."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".ipynb":
+        yield text
+        return
+    try:
+        cells = json.loads(text)["cells"]
+    except (ValueError, KeyError, TypeError):
+        raise UpstreamError(f"{path}: not a notebook") from None
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            yield "".join(source) if isinstance(source, list) else str(source)
+
+
+def text(name: str, out: TextIO | None = None) -> str:
+    """The pinned text ``name``: from a prepared folder's JSON where it holds it, else read out of
+    its pinned file (fetched on first use); checked against its sha256 either way."""
+    known = texts()
+    if name not in known:
+        raise KeyError(f"upstream.json names no text {name!r}; it has {sorted(known)}")
+    item = known[name]
+    found = _prepared_text(item)
+    where = "the prepared data folder"
+    if found is None:
+        path = fetch(item.file, out)
+        found = next((t for src in sources_of(path) for n, t in assigned_strings(src) if n == item.variable), None)
+        where = str(path)
+        if found is None:
+            raise UpstreamError(f"{item.label}: {path} assigns no string to {item.variable}")
+    if hashlib.sha256(found.encode()).hexdigest() != item.sha256:
+        raise UpstreamError(f"{item.label}: the text read from {where} is not the pinned one (sha256 differs)")
+    return found
+
+
+def _prepared_text(item: PinnedText) -> str | None:
+    from react_bench.tasks.data import find_data_dir
+
+    folder = find_data_dir(None) if item.prepared else None
+    if folder is None or item.prepared is None or not (folder / item.prepared[0]).is_file():
+        return None
+    value = json.loads((folder / item.prepared[0]).read_text(encoding="utf-8")).get(item.prepared[1])
+    return value if isinstance(value, str) else None
