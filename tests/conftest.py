@@ -5,7 +5,15 @@ folder (and the ``XDG_*`` folders, where set, are dropped so they follow it), so
 or a process it starts reads or writes under ``~`` (Ray's ``~/.ray/auth_token``, caches, the
 request cache, matplotlib's font cache) is the user's. A tripwire checks the promise: the
 user's HOME is listed before the session and after it, and a file that appeared fails the
-session, named."""
+session, named.
+
+Data: a prepared data folder (``$REACT_BENCH_DATA_DIR``, ``./data``, ``../shared/data``) is used
+where there is one. A clone alone has none: the session then writes one of its own from SynthWiki
+(``tests/generated.py``) and points ``$REACT_BENCH_DATA_DIR`` at it, so every test of the project's
+own behaviour runs without the network. A test of a fact of the benchmarks or of the authors'
+files asks ``data_file`` / ``reference_text``: the prepared folder's file, else the pinned fetch
+(``react_bench.upstream``, ``$REACT_BENCH_GITHUB``) or the hub build (``$HF_ENDPOINT``) as a user's
+run gets it; where none can be had, the test is skipped with one line naming the file."""
 
 from __future__ import annotations
 
@@ -16,10 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from react_bench import upstream
 from react_bench.envs.wiki.build import build_wiki
 from react_bench.envs.wiki.local import LocalWiki
 from react_bench.models.scripted import ScriptedModel, ScriptStep
-from tests.support import PAGES
+from react_bench.tasks.data import ENV_DATA_DIR, find_data_dir
+from tests.generated import MARKER, write_generated
+from tests.support import DATA, PAGES
 
 REPO = Path(__file__).resolve().parents[1]
 MACHINE_REQUEST_CACHE = Path.home() / ".cache" / "react-bench" / "requests"  # models.cache's default
@@ -57,6 +68,18 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
         os.environ.pop(name, None)
     os.environ["REACT_BENCH_REQUEST_CACHE"] = tempfile.mkdtemp(prefix="react-bench-test-requests-")
+    found = find_data_dir(None)
+    if found is not None and not (found / MARKER).exists():
+        DATA.update(kind="prepared", folder=found)
+    else:  # a clone alone: a data folder of the session's own, generated (module docstring)
+        folder = write_generated(Path(tempfile.mkdtemp(prefix="react-bench-test-data-")))
+        os.environ[ENV_DATA_DIR] = str(folder)
+        DATA.update(kind="generated", folder=folder)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    what = "the prepared folder" if DATA["kind"] == "prepared" else "generated from SynthWiki (no prepared folder)"
+    return f"data: {what} {DATA['folder']}; the authors' files from {upstream.base_url()}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -83,18 +106,83 @@ _MACHINE_ENTRIES = pytest.StashKey[set[str]]()
 _HOME_FILES = pytest.StashKey[set[str]]()
 
 
-def _shared_data() -> Path:
-    env = os.environ.get("REACT_BENCH_DATA_DIR")
-    for candidate in ([Path(env)] if env else []) + [REPO / "data", REPO.parent / "shared" / "data"]:
-        if candidate.is_dir():
-            return candidate
-    raise RuntimeError("the offline data is missing: put ../shared/data beside the repo or set REACT_BENCH_DATA_DIR")
+# Files of a prepared folder that a user's run builds from the hub: (task, the built file's key)
+HUB_BUILT = {
+    "hotpotqa/hotpot_dev_distractor_685.json": ("hotpotqa", "wiki"),  # the built file holds every dev question
+    "fever/wiki_pages_evidence_subset.jsonl": ("fever", "wiki"),  # the built pages hold every evidence line
+}
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    """The offline benchmark data (../shared/data), read-only."""
-    return _shared_data()
+def data_dir() -> Path:
+    """The session's data folder, read-only: the prepared one, or the one generated for a clone alone."""
+    return DATA["folder"]
+
+
+def benchmark_file(rel: str) -> Path:
+    """A benchmark's or the authors' file by its name in a prepared folder (``hotpotqa/...``): the
+    prepared folder's, else as a user's run gets it (the pinned fetch, the hub build); else the
+    test is skipped, naming the file and what to set."""
+    if DATA["kind"] == "prepared" and (DATA["folder"] / rel).is_file():
+        return DATA["folder"] / rel
+    pinned = next((f for f in upstream.files().values() if f.prepared == rel), None)
+    if pinned is not None:
+        try:
+            return upstream.fetch(pinned.name)
+        except upstream.UpstreamError as err:
+            pytest.skip(f"needs {rel} ({pinned.label}): {str(err).splitlines()[0][:300]}")
+    if rel in HUB_BUILT:
+        from react_bench.tasks import fever, hotpotqa
+        from react_bench.tasks.data import DataUnavailableError
+
+        task, key = HUB_BUILT[rel]
+        recipe = {"hotpotqa": hotpotqa.RECIPE, "fever": fever.RECIPE}[task]
+        try:
+            return recipe.build() / recipe.files[key]
+        except DataUnavailableError as err:
+            pytest.skip(f"needs {rel} (or the hub build of {task}): {str(err).splitlines()[0][:300]}")
+    pytest.skip(f"needs {rel}: a prepared data folder's file (set {ENV_DATA_DIR}); no public source serves it")
+
+
+@pytest.fixture(scope="session")
+def data_file() -> Callable[[str], Path]:
+    """``benchmark_file``, as a fixture."""
+    return benchmark_file
+
+
+@pytest.fixture
+def prepared_dir(request: pytest.FixtureRequest) -> Path:
+    """The prepared data folder, for a test of its own layout and counts (the 685 HotpotQA questions,
+    the 9,999 FEVER claims); skipped, naming it, on a clone alone."""
+    if DATA["kind"] != "prepared":
+        pytest.skip(
+            f"{request.node.name} checks a prepared data folder's files (hotpotqa/hotpot_dev_distractor_685.json, "
+            f"fever/paper_test_with_evidence.jsonl): set {ENV_DATA_DIR}"
+        )
+    return DATA["folder"]
+
+
+@pytest.fixture(scope="session")
+def paper_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder of the authors' own files (the questions and claims the paper's 500 index)."""
+    folder = tmp_path_factory.mktemp("paper-data")
+    for rel in ("hotpotqa/hotpot_dev_v1_simplified.json", "fever/paper_dev.jsonl"):
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).symlink_to(benchmark_file(rel))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def reference_text() -> Callable[[str], str]:
+    """A text of the authors' files (``upstream.json``'s ``texts``); skipped, naming it, where it cannot be had."""
+
+    def get(name: str) -> str:
+        try:
+            return upstream.text(name)
+        except upstream.UpstreamError as err:
+            pytest.skip(f"needs {upstream.texts()[name].label}: {str(err).splitlines()[0][:300]}")
+
+    return get
 
 
 @pytest.fixture

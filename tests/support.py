@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from react_bench.prompts import PromptSpec
 
 REPO = Path(__file__).resolve().parents[1]
+# The session's data folder, set by conftest's pytest_configure: kind "prepared" (a prepared data
+# folder: real benchmark files) or "generated" (tests/generated.py, for a clone alone)
+DATA: dict[str, Any] = {"kind": None, "folder": None}
 CONFIGS = REPO / "configs"
 
 
@@ -103,3 +108,31 @@ def run_notebook(name: str) -> list[dict]:
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert outputs and not [o for o in outputs if o.get("output_type") == "error"], name
     return outputs
+
+
+def alone(tmp_path: Path) -> Path:
+    """The checkout's files (as git would clone them, uncommitted ones too) in an empty folder:
+    no data folder beside it."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    clone = tmp_path / "somewhere" / "react-bench"
+    for rel in filter(None, listed.split("\0")):
+        src = REPO / rel
+        if src.is_file() and not src.is_symlink():
+            (clone / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, clone / rel)
+    return clone
+
+
+def fresh_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
+    """A new user's environment: a HOME of its own, no data folder set, the hub at ``endpoint``
+    (GitHub's raw host as a user's: ``REACT_BENCH_GITHUB`` unset unless ``extra`` sets it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("REACT_BENCH_", "HF_"))}
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env |= {"HOME": str(home), "HF_ENDPOINT": endpoint, "REACT_BENCH_REQUEST_CACHE": str(tmp_path / "requests")}
+    return env | extra

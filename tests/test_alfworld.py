@@ -24,7 +24,7 @@ from react_bench.envs.alfworld.env import ALFWORLD_ACTIONS, alfworld_action, alf
 from react_bench.envs.alfworld.fidelity import KEYS as FIDELITY_KEYS
 from react_bench.envs.alfworld.fidelity import replay
 from react_bench.envs.alfworld.generate import TASK_TYPES, games, generate_game, generate_split, scenes
-from react_bench.episode import build_prompts
+from react_bench.episode import build_prompts, not_the_papers
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
@@ -138,11 +138,11 @@ async def test_the_expert_wins_every_generated_game_through_both_runners(
 
 
 async def test_the_paper_protocol_and_prompt(
-    scripted: Any, eval_games: list[Example], shared_data: Path, tmp_path: Path
+    scripted: Any, eval_games: list[Example], data_file: Any, tmp_path: Path
 ) -> None:
-    paper = shared_data / "prompts" / "react_alfworld_3prompts.json"
+    paper = data_file("prompts/react_alfworld_3prompts.json")  # prompt=paper reads the same pinned file
     cfg = replace(
-        RunConfig.from_mapping(composed("task=alfworld", f"prompt.file={paper}")),
+        RunConfig.from_mapping(composed("task=alfworld", "prompt=paper")),
         env=SMALL,
         results_dir=tmp_path,
         progress=False,
@@ -150,6 +150,7 @@ async def test_the_paper_protocol_and_prompt(
     )
     assert cfg.solve.loop.max_steps == 50  # the task's own protocol
     (prompt,) = build_prompts(cfg).values()
+    assert prompt.source == "paper: ysymyth/ReAct@6bdb3a1:prompts/alfworld_3prompts.json#react_<type>_1+0"
     example = eval_games[0]
     kind = KINDS[example.metadata["task_type"]]
     texts = json.loads(paper.read_text())
@@ -179,8 +180,8 @@ async def test_the_paper_protocol_and_prompt(
     )
 
 
-def test_every_command_of_the_papers_exemplars_is_a_form_of_the_grammar(shared_data: Path) -> None:
-    texts = json.loads((shared_data / "prompts" / "react_alfworld_3prompts.json").read_text())
+def test_every_command_of_the_papers_exemplars_is_a_form_of_the_grammar(data_file: Any) -> None:
+    texts = json.loads(data_file("prompts/react_alfworld_3prompts.json").read_text())
     forms: Counter[str] = Counter()
     for key, text in texts.items():
         for line in text.splitlines():
@@ -208,9 +209,9 @@ PAPER_EXEMPLAR_DIFFERENCES = {
 
 @pytest.mark.slow
 def test_every_command_of_the_papers_exemplars_is_admissible_in_a_game_of_its_own_scene(
-    shared_data: Path, tmp_path: Path
+    data_file: Any, tmp_path: Path
 ) -> None:
-    texts = json.loads((shared_data / "prompts" / "react_alfworld_3prompts.json").read_text())
+    texts = json.loads(data_file("prompts/react_alfworld_3prompts.json").read_text())
     commands = 0
     for key, text in texts.items():
         report = replay(text, FIDELITY_KEYS[key.split("_")[1]], tmp_path / key)
@@ -435,7 +436,7 @@ def test_the_react_im_exemplars_only_decompose_the_goal_and_name_the_subgoal(eva
 
 
 async def test_mode_react_im_runs_with_its_own_exemplars_and_table3_shows_its_rows(
-    scripted: Any, eval_games: list[Example], shared_data: Path, tmp_path: Path
+    scripted: Any, eval_games: list[Example], tmp_path: Path
 ) -> None:
     from react_bench.studies import load_runs, table3
 
@@ -459,8 +460,15 @@ async def test_mode_react_im_runs_with_its_own_exemplars_and_table3_shows_its_ro
     assert "paper: ReAct-IM (avg)" in labels and "paper: ReAct-IM (best of 6)" in labels
     im = rows[rows["run"] == "paper: ReAct-IM (best of 6)"].iloc[0]
     assert (im["Pick"], im["All"]) == ("62", "53")
-    paper = shared_data / "prompts" / "react_alfworld_3prompts.json"
+    paper = tmp_path / "some_prompts.json"  # any prompt file: ReAct-IM takes none by path
+    paper.write_text(json.dumps({"react_put_0": "x"}))
     with pytest.raises(ConfigError, match="published no ReAct-IM prompts"):
         build_prompts(replace(cfg, prompt_file=str(paper)))
+    own = build_prompts(replace(cfg, prompt_source="paper"))  # prompt=paper: ours, said and recorded
+    assert own["react_im"].source.startswith("react_bench:alfworld/react_im")
+    assert not_the_papers(replace(cfg, prompt_source="paper"), own) == [
+        "prompt=paper: the paper published no react_im prompt for task=alfworld mode=react_im runner=text; "
+        f"the project's own is sent ({own['react_im'].source}), as run.json records"
+    ]
     with pytest.raises(ConfigError, match="use runner=text"):
         RunConfig.from_mapping(composed("task=alfworld", "mode=react_im", "runner=tool_use"))

@@ -14,31 +14,42 @@ from react_bench.tasks import PAPER500, TaskConfig, load_task
 
 
 @pytest.mark.parametrize(
-    ("task", "key", "label"), [("hotpotqa", "webthink_simple6", "Question"), ("fever", "webthink_simple3", "Claim")]
+    ("task", "key", "label", "data"),
+    [
+        ("hotpotqa", "webthink_simple6", "Question", "hotpotqa/hotpot_dev_v1_simplified.json"),
+        ("fever", "webthink_simple3", "Claim", "fever/paper_dev.jsonl"),
+    ],
 )
-def test_first_prompt_of_paper500_is_the_originals_byte_for_byte(scripted, shared_data: Path, task, key, label):
-    prompts_file = shared_data / "prompts" / f"react_{task}_prompts.json"
-    instructions_file = shared_data / "prompts" / "react_instructions.json"
+def test_first_prompt_of_paper500_is_the_originals_byte_for_byte(
+    scripted, data_file, reference_text, tmp_path: Path, task, key, label, data
+):
+    """prompt=paper: the notebook's prompt, read from the authors' pinned files (module upstream)."""
+    prompts_file = data_file(f"prompts/react_{task}_prompts.json")
+    instruction = reference_text("react/hotpotqa_instruction") if task == "hotpotqa" else ""
+    folder = tmp_path / "data"  # the paper's 500 index the authors' own files
+    (folder / data).parent.mkdir(parents=True)
+    (folder / data).symlink_to(data_file(data))
     config = RunConfig(
-        task=TaskConfig(name=task, split="paper500", n=25),
+        task=TaskConfig(name=task, split="paper500", n=25, data_dir=str(folder)),
         model={"provider": "scripted"},
         solve=SolveSettings(mode="react"),
-        prompt_file=str(prompts_file),
-        prompt_key=key,
-        instruction_file=str(instructions_file),
-        instruction_key=task,
+        prompt_source="paper",
     )
     # the original: webthink_prompt = instruction + webthink_examples; prompt = webthink_prompt + question + "\n"
     # (question = the environment's "Question: ..." / "Claim: ..."), then llm(prompt + "Thought 1:")
-    instruction = json.loads(instructions_file.read_text())[task]
     examples_text = json.loads(prompts_file.read_text())[key]
     if task == "hotpotqa":
-        rows = json.loads((shared_data / "hotpotqa" / "hotpot_dev_v1_simplified.json").read_text())
+        rows = json.loads((folder / data).read_text())
         originals = [rows[i]["question"] for i in PAPER500[:25]]
     else:
-        rows = (shared_data / "fever" / "paper_dev.jsonl").read_text().splitlines()
+        rows = (folder / data).read_text().splitlines()
         originals = [json.loads(rows[i])["claim"] for i in PAPER500[:25]]
-    solver = Solver(config.solve, scripted([]), build_prompts(config), None, load_task(task).text_format())
+    prompts = build_prompts(config)
+    assert prompts["react"].source.startswith("paper: ysymyth/ReAct@6bdb3a1:prompts/")
+    assert prompts["react"].source.endswith(
+        f"#{key}" + (" + ysymyth/ReAct@6bdb3a1:hotpotqa.ipynb#instruction" if instruction else "")
+    )
+    solver = Solver(config.solve, scripted([]), prompts, None, load_task(task).text_format())
     examples = load_task(task).examples(config.task)
     assert len(examples) == 25
     for example, original in zip(examples, originals, strict=True):

@@ -9,8 +9,6 @@ serving a slice of the offline data in the hub's own layouts.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -23,24 +21,24 @@ from react_bench.tasks.base import TaskConfig
 from react_bench.tasks.fever import exemplar_ids
 from react_bench.tasks.hotpotqa import HotpotQATask
 from react_bench.testing.hub_server import HubStandIn, write_fever_repo, write_hotpotqa_repo
-from tests.support import REPO
+from tests.support import alone, fresh_env
 
 HOTPOT_N = 12
 FEVER_N = 40
 
 
 @pytest.fixture(scope="module")
-def hotpot_records(shared_data: Path) -> list[dict]:
-    return json.loads((shared_data / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text())[:HOTPOT_N]
+def hotpot_records(data_dir: Path) -> list[dict]:
+    return json.loads((data_dir / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text())[:HOTPOT_N]
 
 
 @pytest.fixture(scope="module")
-def fever_slice(shared_data: Path) -> tuple[list[dict], list[dict]]:
+def fever_slice(data_dir: Path) -> tuple[list[dict], list[dict]]:
     """Claims (paper_dev's layout) and every page of the evidence subset, plus pages no claim names."""
-    lines = (shared_data / "fever" / "paper_test_with_evidence.jsonl").read_text().splitlines()[:FEVER_N]
+    lines = (data_dir / "fever" / "paper_test_with_evidence.jsonl").read_text().splitlines()[:FEVER_N]
     claims = [json.loads(line) for line in lines]
     claims = [{"id": c["id"], "label": c["label"], "claim": c["question"], "evidence": c["evidence"]} for c in claims]
-    pages = [json.loads(line) for line in (shared_data / "fever" / "wiki_pages_evidence_subset.jsonl").open()]
+    pages = [json.loads(line) for line in (data_dir / "fever" / "wiki_pages_evidence_subset.jsonl").open()]
     return claims, pages
 
 
@@ -57,33 +55,6 @@ def repos(tmp_path_factory: pytest.TempPathFactory, hotpot_records, fever_slice)
 def hub(repos: dict):
     with HubStandIn(repos) as stand_in:
         yield stand_in
-
-
-def alone(tmp_path: Path) -> Path:
-    """The checkout's files (as git would clone them, uncommitted ones too) in an empty folder:
-    no data folder beside it."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        capture_output=True,
-        check=True,
-    ).stdout.decode()
-    clone = tmp_path / "somewhere" / "react-bench"
-    for rel in filter(None, listed.split("\0")):
-        src = REPO / rel
-        if src.is_file() and not src.is_symlink():
-            (clone / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, clone / rel)
-    return clone
-
-
-def fresh_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
-    """A new user's environment: a HOME of its own, no data folder set, the hub at ``endpoint``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("REACT_BENCH_", "HF_"))}
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
-    env |= {"HOME": str(home), "HF_ENDPOINT": endpoint, "REACT_BENCH_REQUEST_CACHE": str(tmp_path / "requests")}
-    return env | extra
 
 
 def built(home: Path) -> Path:
@@ -214,11 +185,11 @@ print(json.dumps({"ids": [e.id for e in examples], "titles": [e.metadata["eviden
     assert not any(path.endswith("/fever.py") and hub.shas[("fever/fever", "main")] in path for _, path in hub.requests)
 
 
-def test_a_prepared_folder_is_found_first_and_source_local_never_builds(tmp_path, monkeypatch, hub, shared_data):
+def test_a_prepared_folder_is_found_first_and_source_local_never_builds(tmp_path, monkeypatch, hub, data_dir):
     monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
-    monkeypatch.setenv("REACT_BENCH_DATA_DIR", str(shared_data))
+    monkeypatch.setenv("REACT_BENCH_DATA_DIR", str(data_dir))
     examples = HotpotQATask().examples(TaskConfig(split="offline", n=3))
     assert len(examples) == 3
     assert hub.requests == [] and not (tmp_path / "cache" / "data").exists()

@@ -26,6 +26,8 @@ from react_bench.tasks import load_task
 REPO = Path(__file__).resolve().parents[1]
 TASKS = {"hotpotqa": "Question", "fever": "Claim"}
 COUNTS = {"hotpotqa": 6, "fever": 3}
+# the exemplars' material: HotpotQA train questions that only a prepared data folder holds
+TRAIN_200 = "hotpotqa/hotpot_train_distractor_200.json"
 # Split so that the repo itself never holds these strings of the paper's prompts.
 _STEP_LABEL = re.compile(r"^(Thought|Action|Observation) (\d+): ", re.MULTILINE)
 
@@ -61,14 +63,14 @@ def _norm_space(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def hotpot_train(shared_data: Path) -> dict[str, str]:
-    rows = json.loads((shared_data / "hotpotqa/hotpot_train_distractor_200.json").read_text(encoding="utf-8"))
+def hotpot_train(data_file) -> dict[str, str]:
+    rows = json.loads(data_file(TRAIN_200).read_text(encoding="utf-8"))
     return {_norm_space(r["question"]): r["answer"] for r in rows}
 
 
 @pytest.fixture(scope="module")
-def fever_claims(shared_data: Path) -> dict[str, dict]:
-    with open(shared_data / "fever/paper_test_with_evidence.jsonl", encoding="utf-8") as f:
+def fever_claims(data_file) -> dict[str, dict]:
+    with open(data_file("fever/paper_test_with_evidence.jsonl"), encoding="utf-8") as f:
         return {str(r["id"]): r for r in map(json.loads, f)}
 
 
@@ -82,11 +84,10 @@ def gold(task: str, question: str, hotpot_train: dict[str, str], fever_claims: d
 # --- no evaluation data among the exemplars ---------------------------------------------------
 
 
-def test_hotpotqa_exemplars_are_train_questions_and_never_dev(shared_data: Path, hotpot_train: dict) -> None:
-    simplified = json.loads((shared_data / "hotpotqa/hotpot_dev_v1_simplified.json").read_text(encoding="utf-8"))
-    distractor = json.loads((shared_data / "hotpotqa/hotpot_dev_distractor_685.json").read_text(encoding="utf-8"))
-    dev = {_norm_space(r["question"]) for r in simplified} | {_norm_space(r["question"]) for r in distractor}
-    assert len(dev) > 7000  # the check is against the whole dev set
+def test_hotpotqa_exemplars_are_train_questions_and_never_dev(data_file, hotpot_train: dict) -> None:
+    simplified = json.loads(data_file("hotpotqa/hotpot_dev_v1_simplified.json").read_text(encoding="utf-8"))
+    dev = {_norm_space(r["question"]) for r in simplified}
+    assert len(dev) > 7000  # the check is against the whole dev set (7,405 questions)
     per_style = {style: [_question(e, "Question") for e in _examples("hotpotqa", style)] for style in STYLES}
     questions = per_style["react"]
     assert len(questions) == COUNTS["hotpotqa"] == len(set(questions))
@@ -96,10 +97,10 @@ def test_hotpotqa_exemplars_are_train_questions_and_never_dev(shared_data: Path,
         assert _norm_space(question) not in dev, question
 
 
-def test_fever_exemplar_ids_are_paper_test_claims_never_dev(shared_data: Path, fever_claims: dict) -> None:
+def test_fever_exemplar_ids_are_paper_test_claims_never_dev(data_file, fever_claims: dict) -> None:
     ids = json.loads((PROMPT_DIR / "fever_exemplar_ids.json").read_text(encoding="utf-8"))
     assert ids == _file("fever")["exemplar_ids"] and all(isinstance(i, str) for i in ids)
-    with open(shared_data / "fever/paper_dev.jsonl", encoding="utf-8") as f:
+    with open(data_file("fever/paper_dev.jsonl"), encoding="utf-8") as f:
         dev_rows = [json.loads(line) for line in f if line.strip()]
     dev_ids, dev_claims = {str(r["id"]) for r in dev_rows}, {r["claim"] for r in dev_rows}
     assert len(ids) == COUNTS["fever"]
@@ -201,11 +202,11 @@ def test_prompt_layout(task: str, style: str) -> None:
 # --- provenance -------------------------------------------------------------------------------
 
 
-def test_nothing_is_taken_from_the_paper_prompts(shared_data: Path) -> None:
+def test_nothing_is_taken_from_the_paper_prompts(data_file) -> None:
     paper = "\n".join(
         text
         for name in ("react_hotpotqa_prompts.json", "react_fever_prompts.json")
-        for text in json.loads((shared_data / "prompts" / name).read_text(encoding="utf-8")).values()
+        for text in json.loads(data_file(f"prompts/{name}").read_text(encoding="utf-8")).values()
     )
     # the paper's exemplar questions and claims, read from its files (never written into this repo)
     forbidden = [line.split(": ", 1)[1] for line in paper.splitlines() if line.startswith(("Question: ", "Claim: "))]
@@ -222,8 +223,9 @@ def test_nothing_is_taken_from_the_paper_prompts(shared_data: Path) -> None:
         assert not copied, copied
 
 
-def test_shipped_files_are_what_the_generator_makes_now(shared_data: Path, tmp_path: Path) -> None:
+def test_shipped_files_are_what_the_generator_makes_now(data_file, tmp_path: Path) -> None:
     """Observations equal what the current WikiEnv returns, and the generator is deterministic."""
+    shared_data = data_file(TRAIN_200).parents[1]  # the generator reads a prepared folder (train and dev files)
     script = REPO / "scripts" / "make_exemplars.py"
     for out in (tmp_path / "a", tmp_path / "b"):
         done = subprocess.run(
@@ -253,7 +255,8 @@ def _generator():
     return module
 
 
-def test_generator_refuses_inconsistent_plans(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_generator_refuses_inconsistent_plans(data_file, monkeypatch: pytest.MonkeyPatch) -> None:
+    shared_data = data_file(TRAIN_200).parents[1]
     gen = _generator()
     first = gen.HOTPOT_PLANS[0]
     wrong_answer = gen.plan(

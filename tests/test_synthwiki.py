@@ -52,11 +52,11 @@ def test_the_generator_is_deterministic(tmp_path: Path, world: synthwiki.World) 
     assert all(q["id"].startswith(f"sw{synthwiki.VERSION}-s3-n{SIZE}-") for q in world.questions)  # version, seed
 
 
-def test_names_collide_with_no_real_title(world: synthwiki.World, shared_data: Path) -> None:
+def test_names_collide_with_no_real_title(world: synthwiki.World, data_file) -> None:
     real: set[str] = set()
-    for row in json.loads((shared_data / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text()):
+    for row in json.loads(data_file("hotpotqa/hotpot_dev_distractor_685.json").read_text()):
         real.update(title.lower() for title, _ in row["context"])
-    for line in (shared_data / "fever" / "wiki_pages_evidence_subset.jsonl").read_text().splitlines():
+    for line in data_file("fever/wiki_pages_evidence_subset.jsonl").read_text().splitlines():
         real.add(json.loads(line)["id"].replace("_", " ").lower())
     titles = {t.lower() for t in world.entities}
     assert len(real) > 5000 and titles.isdisjoint(real)

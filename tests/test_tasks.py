@@ -45,14 +45,14 @@ def _no_hub_and_no_exemplars(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: 
 # --- the paper's sample ----------------------------------------------------------------------------
 
 
-def test_paper500_is_the_original_sampling(shared_data: Path) -> None:
+def test_paper500_is_the_original_sampling(paper_data: Path) -> None:
     idxs = list(range(7405))
     random.Random(233).shuffle(idxs)
     assert PAPER500 == tuple(idxs[:500])
     assert len(set(PAPER500)) == 500
     first_five = idxs[:5]
-    dev = json.loads((shared_data / "hotpotqa/hotpot_dev_v1_simplified.json").read_text())
-    examples = HotpotQATask().examples(TaskConfig(split="paper500", n=5))
+    dev = json.loads((paper_data / "hotpotqa/hotpot_dev_v1_simplified.json").read_text())
+    examples = HotpotQATask().examples(TaskConfig(split="paper500", n=5, data_dir=str(paper_data)))
     assert [e.metadata["dev_index"] for e in examples] == first_five
     assert [e.question for e in examples] == [dev[i]["question"] for i in first_five]
     assert [e.gold for e in examples] == [dev[i]["answer"] for i in first_five]
@@ -60,9 +60,9 @@ def test_paper500_is_the_original_sampling(shared_data: Path) -> None:
     assert "Irene Jacob" in examples[0].question
 
 
-def test_fever_paper500_uses_the_same_rows_of_paper_dev(shared_data: Path) -> None:
-    lines = (shared_data / "fever/paper_dev.jsonl").read_text().splitlines()
-    examples = FeverTask().examples(TaskConfig(split="paper500"))
+def test_fever_paper500_uses_the_same_rows_of_paper_dev(paper_data: Path) -> None:
+    lines = (paper_data / "fever/paper_dev.jsonl").read_text().splitlines()
+    examples = FeverTask().examples(TaskConfig(split="paper500", data_dir=str(paper_data)))
     assert len(examples) == 500
     for example, index in zip(examples[:5], PAPER500[:5]):
         row = json.loads(lines[index])
@@ -72,7 +72,7 @@ def test_fever_paper500_uses_the_same_rows_of_paper_dev(shared_data: Path) -> No
 # --- each local format, on the shared data and on small fixtures --------------------------------
 
 
-def test_hotpotqa_offline_split_is_the_685_file() -> None:
+def test_hotpotqa_offline_split_is_the_685_file(prepared_dir: Path) -> None:
     task = HotpotQATask()
     examples = task.examples(TaskConfig())
     assert len(examples) == 685 and task.coverage is not None and task.coverage.found == 685
@@ -82,7 +82,7 @@ def test_hotpotqa_offline_split_is_the_685_file() -> None:
     assert not any(e.id.startswith("dev-") for e in examples)
 
 
-def test_hotpotqa_all_and_borrowed_ids() -> None:
+def test_hotpotqa_all_and_borrowed_ids(prepared_dir: Path) -> None:
     task = HotpotQATask()
     everything = task.examples(TaskConfig(split="all"))
     assert len(everything) == 7405
@@ -94,7 +94,7 @@ def test_hotpotqa_all_and_borrowed_ids() -> None:
     assert all(e.id == f"dev-{e.metadata['dev_index']}" for e in paper if e not in borrowed)
 
 
-def test_fever_offline_split_is_the_evidence_file() -> None:
+def test_fever_offline_split_is_the_evidence_file(prepared_dir: Path) -> None:
     examples = FeverTask().examples(TaskConfig())
     assert len(examples) == 9999 and len({e.id for e in examples}) == 9999
     assert {e.gold for e in examples} == {"SUPPORTS", "REFUTES", "NOT ENOUGH INFO"}

@@ -43,6 +43,7 @@ import pytest
 
 from react_bench.envs.wiki.env import action_to_call
 from react_bench.runners.parsing import PARSERS, ParsedStep, ParserName, parse_step
+from tests.support import DATA
 
 TRAJECTORIES = "trajectories"
 REFLEXION_LOG = "reflexion_davinci003_hotpotqa_100x5.txt"
@@ -211,12 +212,23 @@ class _ParseRateSummary:
 
 
 @pytest.fixture(scope="session")
-def trajectory_steps(shared_data: Path) -> dict[str, list[Step]]:
-    folder = shared_data / TRAJECTORIES
-    gpt, llama = read_fireact_gpt(folder / FIREACT_GPT), read_fireact_llama(folder / FIREACT_LLAMA)
+def trajectory_files(data_file) -> dict[str, Path]:
+    """The recorded runs (the authors' pinned files; the scratchpads, made from Reflexion's pickled
+    runs, only where a prepared data folder holds them)."""
+    files = {name: data_file(f"{TRAJECTORIES}/{name}") for name in (REFLEXION_LOG, FIREACT_GPT, FIREACT_LLAMA)}
+    if DATA["kind"] == "prepared" and (pads := DATA["folder"] / TRAJECTORIES / REFLEXION_SCRATCHPADS).is_file():
+        files[REFLEXION_SCRATCHPADS] = pads
+    return files
+
+
+@pytest.fixture(scope="session")
+def trajectory_steps(data_file) -> dict[str, list[Step]]:
+    files = trajectory_files(data_file)
+    gpt, llama = read_fireact_gpt(files[FIREACT_GPT]), read_fireact_llama(files[FIREACT_LLAMA])
+    pads = files.get(REFLEXION_SCRATCHPADS)
     return {
-        "reflexion-davinci003 log": read_reflexion_log(folder / REFLEXION_LOG),
-        "reflexion-davinci003 pads": read_reflexion_scratchpads(folder / REFLEXION_SCRATCHPADS),
+        "reflexion-davinci003 log": read_reflexion_log(files[REFLEXION_LOG]),
+        **({"reflexion-davinci003 pads": read_reflexion_scratchpads(pads)} if pads else {}),
         "fireact-gpt35ft raw": gpt,
         "fireact-gpt35ft renumbered": [renumbered(step) for step in gpt],
         "fireact-llama2-13b raw": llama,
@@ -233,19 +245,22 @@ def reports(trajectory_steps: dict[str, list[Step]], pytestconfig: pytest.Config
     return result
 
 
-def test_readers_find_every_step(shared_data: Path, trajectory_steps: dict[str, list[Step]]) -> None:
+def test_readers_find_every_step(data_file, trajectory_steps: dict[str, list[Step]]) -> None:
     """Each reader yields one step per action the file records (counted independently)."""
-    folder = shared_data / TRAJECTORIES
-    log = (folder / REFLEXION_LOG).read_text(encoding="utf-8")
-    pads = json.loads((folder / REFLEXION_SCRATCHPADS).read_text(encoding="utf-8"))
-    gpt = json.loads((folder / FIREACT_GPT).read_text(encoding="utf-8"))
-    llama = json.loads((folder / FIREACT_LLAMA).read_text(encoding="utf-8"))
+    files = trajectory_files(data_file)
+    log = files[REFLEXION_LOG].read_text(encoding="utf-8")
+    gpt = json.loads(files[FIREACT_GPT].read_text(encoding="utf-8"))
+    llama = json.loads(files[FIREACT_LLAMA].read_text(encoding="utf-8"))
     expected = {
         "reflexion-davinci003 log": len(re.findall(r"^Action \d+: ", log, re.MULTILINE)),
-        "reflexion-davinci003 pads": sum(len(re.findall(r"^Action \d+: ", p["scratchpad"], re.M)) for p in pads),
         "fireact-gpt35ft raw": sum(m["role"] == "assistant" for r in gpt.values() for m in r["traj"]),
         "fireact-llama2-13b raw": sum(r["traj"].count("\nObservation: ") for r in llama.values()),
     }
+    if REFLEXION_SCRATCHPADS in files:
+        pads = json.loads(files[REFLEXION_SCRATCHPADS].read_text(encoding="utf-8"))
+        expected["reflexion-davinci003 pads"] = sum(
+            len(re.findall(r"^Action \d+: ", p["scratchpad"], re.M)) for p in pads
+        )
     for name, count in expected.items():
         assert count > 0
         assert len(trajectory_steps[name]) == count, name
@@ -257,6 +272,10 @@ def test_readers_find_every_step(shared_data: Path, trajectory_steps: dict[str, 
 
 @pytest.mark.parametrize("name", ["reflexion-davinci003 log", "reflexion-davinci003 pads"])
 def test_numbered_davinci_steps_parse_with_both_parsers(reports: Reports, name: str) -> None:
+    if name not in reports:
+        pytest.skip(
+            f"needs {TRAJECTORIES}/{REFLEXION_SCRATCHPADS}: a prepared data folder's file (REACT_BENCH_DATA_DIR)"
+        )
     paper, robust = reports[name]["paper"], reports[name]["robust"]
     # davinci-003 in the paper's own format: the paper's split never fails on it
     assert paper.rate == 1.0, paper.outcomes

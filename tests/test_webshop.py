@@ -483,7 +483,7 @@ def test_eval_py_runs_webshop_offline_and_against_the_standalone_server(tmp_path
     ]  # the same goals, the same catalog
 
 
-def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path) -> None:
+def test_the_protocol_the_modes_and_the_papers_prompt(reference_text, tmp_path: Path) -> None:
     from react_bench.episode import build_prompts
     from react_bench.errors import ConfigError
 
@@ -491,10 +491,17 @@ def test_the_protocol_the_modes_and_the_papers_prompt_by_path(shared_data: Path)
     assert (run.solve.loop.max_steps, run.solve.context.name, run.solve.context.window_chars) == (15, "window", 6400)
     with pytest.raises(ConfigError, match="task=webshop does not run mode=cot"):
         RunConfig.from_mapping(composed("task=webshop", "mode=cot"))
-    paper = shared_data / "prompts" / "react_webshop_prompts.json"
+    for style, variable in (("react", "prompt1"), ("act", "prompt1_actonly")):  # WebShop.ipynb's, as it sends them
+        notebook = reference_text(f"react/webshop_{style}")
+        cfg = RunConfig.from_mapping(composed("task=webshop", f"mode={style}", "prompt=paper"))
+        (spec,) = build_prompts(cfg).values()
+        assert spec.instruction == "" and spec.exemplars == notebook and notebook.startswith("Webshop \nInstruction:")
+        assert spec.source == f"paper: ysymyth/ReAct@6bdb3a1:WebShop.ipynb#{variable}"
+    paper = tmp_path / "prompts.json"  # any file of that layout, by path
+    paper.write_text(json.dumps({"react": "Webshop \nInstruction: x"}))
     cfg = RunConfig.from_mapping(composed("task=webshop", f"prompt.file={paper}", "prompt.key=react"))
     (spec,) = build_prompts(cfg).values()
-    assert spec.instruction == "" and spec.exemplars == json.loads(paper.read_text())["react"]
+    assert spec.instruction == "" and spec.exemplars == "Webshop \nInstruction: x"
     own = build_prompts(RunConfig.from_mapping(composed("task=webshop")))["react"]
     episodes = webshop_format().exemplar_episodes(own.exemplars)
     assert len(episodes) == 1 and episodes[0].steps[-1].action == "click[Buy Now]"

@@ -27,12 +27,14 @@ def test_group_files_are_the_three_backends() -> None:
     assert [_group(n).backend for n in ("local", "live", "replay")] == ["local", "live", "replay"]
 
 
-async def test_local_default_builds_the_tasks_wiki_and_gives_fresh_envs(shared_data: Path, tmp_path: Path) -> None:
-    factory = make_env_factory(_group("local"), local_wiki=lambda: task_wiki("fever", shared_data, tmp_path))
+async def test_local_default_builds_the_tasks_wiki_and_gives_fresh_envs(data_dir: Path, tmp_path: Path) -> None:
+    factory = make_env_factory(_group("local"), local_wiki=lambda: task_wiki("fever", data_dir, tmp_path))
     first, second = factory(), factory()
     assert first is not second and first.backend is second.backend is factory.backend
     assert isinstance(factory.backend, LocalWiki) and factory.backend.path.parent == tmp_path
-    assert not (await first.step_text("search[101st_Airborne_Division]")).text.startswith("Could not find")
+    with open(data_dir / "fever" / "wiki_pages_evidence_subset.jsonl", encoding="utf-8") as pages:
+        page_id = json.loads(pages.readline())["id"]
+    assert not (await first.step_text(f"search[{page_id}]")).text.startswith("Could not find")
     assert second.page is None
     factory.close()
 

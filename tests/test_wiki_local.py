@@ -72,8 +72,8 @@ def test_detokenize_fever() -> None:
     assert detokenize_fever("He did n't go to John 's house , did he ?") == "He didn't go to John's house, did he?"
 
 
-def test_every_page_of_the_fever_subset_is_found_by_its_id(shared_data: Path, tmp_path: Path) -> None:
-    src = shared_data / "fever" / "wiki_pages_evidence_subset.jsonl"
+def test_every_page_of_the_fever_subset_is_found_by_its_id(data_file, tmp_path: Path) -> None:
+    src = data_file("fever/wiki_pages_evidence_subset.jsonl")
     wiki = LocalWiki(build_from_fever(src, tmp_path / "fever.sqlite").path)
     ids = [json.loads(line)["id"] for line in src.read_text().splitlines() if line.strip()]
     assert any("-LRB-" in i for i in ids)
