@@ -25,6 +25,7 @@ tokens at ``tokens_per_minute`` where set, whichever is longer, one run after an
 from __future__ import annotations
 
 import io
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -255,7 +256,7 @@ def prompt_lines(prices: Sequence[Price]) -> list[str]:
             if source.startswith(PAPER_SOURCE):
                 files |= dict.fromkeys(piece.split("#")[0] for piece in source[len(PAPER_SOURCE) :].split(" + "))
             else:
-                own[source.split(" ")[0].split("/")[-1]] = None
+                own[re.sub(r"_<type>_\d\+\d$", "", source.split(" ")[0])] = None  # one per style, not per ordering
         said = []
         if files:
             said.append("the paper's own, " + ", ".join(files))

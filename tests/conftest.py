@@ -106,11 +106,9 @@ _MACHINE_ENTRIES = pytest.StashKey[set[str]]()
 _HOME_FILES = pytest.StashKey[set[str]]()
 
 
-# Files of a prepared folder that a user's run builds from the hub: (task, the built file's key)
-HUB_BUILT = {
-    "hotpotqa/hotpot_dev_distractor_685.json": ("hotpotqa", "wiki"),  # the built file holds every dev question
-    "fever/wiki_pages_evidence_subset.jsonl": ("fever", "wiki"),  # the built pages hold every evidence line
-}
+# Files of a prepared folder that a user's run builds from the hub: (task, the built file's key). Not
+# FEVER's pages: their build reads the hub's whole wiki-pages export (millions of pages), too much for a test
+HUB_BUILT = {"hotpotqa/hotpot_dev_distractor_685.json": ("hotpotqa", "wiki")}  # the built file: every dev question
 
 
 @pytest.fixture(scope="session")
@@ -132,11 +130,11 @@ def benchmark_file(rel: str) -> Path:
         except upstream.UpstreamError as err:
             pytest.skip(f"needs {rel} ({pinned.label}): {str(err).splitlines()[0][:300]}")
     if rel in HUB_BUILT:
-        from react_bench.tasks import fever, hotpotqa
+        from react_bench.tasks import hotpotqa
         from react_bench.tasks.data import DataUnavailableError
 
         task, key = HUB_BUILT[rel]
-        recipe = {"hotpotqa": hotpotqa.RECIPE, "fever": fever.RECIPE}[task]
+        recipe = {"hotpotqa": hotpotqa.RECIPE}[task]
         try:
             return recipe.build() / recipe.files[key]
         except DataUnavailableError as err:
@@ -153,11 +151,12 @@ def data_file() -> Callable[[str], Path]:
 @pytest.fixture
 def prepared_dir(request: pytest.FixtureRequest) -> Path:
     """The prepared data folder, for a test of its own layout and counts (the 685 HotpotQA questions,
-    the 9,999 FEVER claims); skipped, naming it, on a clone alone."""
+    the 9,999 FEVER claims) or one written against its questions (their ids, texts and pages as the
+    default task reads them); skipped, naming the files, on a clone alone."""
     if DATA["kind"] != "prepared":
         pytest.skip(
-            f"{request.node.name} checks a prepared data folder's files (hotpotqa/hotpot_dev_distractor_685.json, "
-            f"fever/paper_test_with_evidence.jsonl): set {ENV_DATA_DIR}"
+            f"{request.node.name} needs the prepared folder's hotpotqa/hotpot_dev_distractor_685.json and "
+            f"fever/paper_test_with_evidence.jsonl as the default task reads them: set {ENV_DATA_DIR}"
         )
     return DATA["folder"]
 

@@ -77,7 +77,9 @@ async def _run(tmp_path: Path) -> Path:
     return result.run_dir
 
 
-async def test_automatic_labels_land_in_the_category_each_answer_was_built_for(tmp_path: Path, key: None) -> None:
+async def test_automatic_labels_land_in_the_category_each_answer_was_built_for(
+    tmp_path: Path, key: None, prepared_dir
+) -> None:
     run_dir = await _run(tmp_path)
     records = list(iter_example_records(run_dir))
     examples = load_task("hotpotqa").examples(TaskConfig(name="hotpotqa", n=8))
@@ -86,7 +88,9 @@ async def test_automatic_labels_land_in_the_category_each_answer_was_built_for(t
     assert {i: label for i, (label, _) in got.items()} == wanted, {i: why for i, (_, why) in got.items()}
 
 
-async def test_the_annotation_workflow_labels_resumes_and_writes_table2(tmp_path: Path, key: None) -> None:
+async def test_the_annotation_workflow_labels_resumes_and_writes_table2(
+    tmp_path: Path, key: None, prepared_dir
+) -> None:
     run_dir = await _run(tmp_path)
     auto = {r.id: auto_label(r)[0] for r in iter_example_records(run_dir)}
     first = Annotation(run_dir, n=3, seed=1)
@@ -136,7 +140,7 @@ def test_a_model_judges_labels_are_recorded_as_the_judges(tmp_path: Path, key: N
     assert (label.label, label.by) == ("search_result_error", f"judge:{judge.name}") and label.label in LABELS
 
 
-async def test_the_terminal_front_end_takes_keys_and_writes_table2(tmp_path: Path, key: None) -> None:
+async def test_the_terminal_front_end_takes_keys_and_writes_table2(tmp_path: Path, key: None, prepared_dir) -> None:
     run_dir = await _run(tmp_path)
     keys = "1\nfirst\n4\n\nq\n"  # a label by its number, a note (or none), then quit
     done = subprocess.run(

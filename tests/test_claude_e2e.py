@@ -47,7 +47,7 @@ def lines(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp_path):
+async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp_path, prepared_dir):
     server.enqueue(
         Reply.text(
             "Thought 1: I should check Scott Derrickson first.\nAction 1: Search[Scott Derrickson]\n"
@@ -91,7 +91,7 @@ async def test_text_runner_on_a_model_without_prefill_or_temperature(server, tmp
     assert re.search(r"^cost of the answers +\d+\.\d{4} +per example", table, re.M)
 
 
-async def test_tool_use_runner_with_thinking_sent_back_verbatim(server, tmp_path):
+async def test_tool_use_runner_with_thinking_sent_back_verbatim(server, tmp_path, prepared_dir):
     server.enqueue(
         Reply(
             (

@@ -138,7 +138,7 @@ def test_a_newcomers_mistakes_each_get_one_line_naming_the_fix(tmp_path):
     assert not (tmp_path / "r").exists() and blocker.read_text() == "not a folder"
 
 
-def test_a_huge_concurrency_is_capped_with_a_note_and_the_offline_wiki_says_what_paper500_lacks(tmp_path):
+def test_a_huge_concurrency_is_capped_with_a_note_and_the_offline_wiki_says_what_paper500_lacks(tmp_path, prepared_dir):
     script = tmp_path / "script.json"
     script.write_text(json.dumps([" x.\nAction 1: Finish[yes]"] * 10))
     done = eval_py(

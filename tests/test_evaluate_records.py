@@ -14,7 +14,7 @@ from react_bench.tasks import TaskConfig, load_task
 
 
 @pytest.mark.parametrize(("task", "metric"), [("fever", "accuracy"), ("hotpotqa", "em")])
-async def test_correct_follows_the_primary_metric(tmp_path, task, metric):
+async def test_correct_follows_the_primary_metric(tmp_path, task, metric, prepared_dir):
     first, second = load_task(task).examples(TaskConfig(n=2))
     assert first.gold != "NOT ENOUGH INFO"  # the wrong answer below must stay wrong
     script = tmp_path / "script.json"

@@ -39,7 +39,7 @@ def run_config(server: MessagesServer, tmp_path: Path, run_id: str, task: TaskCo
     )
 
 
-async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Path, key: None) -> None:
+async def test_the_correct_trajectories_in_every_format_split_by_id(tmp_path: Path, key: None, prepared_dir) -> None:
     dev_task = TaskConfig(name="hotpotqa", n=4)
     train_task = TaskConfig(name="hotpotqa", n=3, data_file=TRAIN_FILE, split="all")
     dev = load_task("hotpotqa").examples(dev_task)

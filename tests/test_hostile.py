@@ -258,7 +258,7 @@ def responder(cases_by_question: dict[str, Case]) -> Callable[[dict[str, Any]], 
 
 
 @pytest.mark.parametrize(("runner", "make_cases"), [("text", text_cases), ("tool_use", tool_cases)])
-async def test_hostile_outputs_never_abort_a_run(tmp_path: Path, monkeypatch, runner, make_cases):
+async def test_hostile_outputs_never_abort_a_run(tmp_path: Path, monkeypatch, runner, make_cases, prepared_dir):
     cases = make_cases()
     assert len(cases) >= 100
     questions = list(gold_answers(len(cases)))

@@ -47,7 +47,7 @@ def test_the_old_lines_read_as_version_1_and_summarise_to_what_that_version_wrot
     assert read is not None and {k: v for k, v in read.to_dict().items() if k in then} == then
 
 
-def test_an_old_run_resumes_compares_and_exports(old_run: Path, tmp_path: Path) -> None:
+def test_an_old_run_resumes_compares_and_exports(old_run: Path, tmp_path: Path, prepared_dir) -> None:
     then = json.loads((old_run / "metrics.json").read_text())
     # the last example lost (as a crash loses the examples in flight): resume runs it alone
     for name in ("examples.jsonl", "calls.jsonl"):

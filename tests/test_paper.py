@@ -6,15 +6,39 @@ written for an hour), hours from each run's rounds."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
+import pytest
 
 from react_bench.paper import PARTS
-from tests.support import eval_without_a_key
+from tests.support import DATA, eval_without_a_key
 
 
-def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent() -> None:
+def test_the_whole_paper_is_priced_per_part_before_a_cent_is_spent(
+    data_file, reference_text, paper_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for rel in ("prompts/react_hotpotqa_prompts.json", "prompts/react_fever_prompts.json"):
+        data_file(rel)  # the paper's prompts (prompt=paper) where they can be had, else skipped, named
+    data_file("prompts/react_alfworld_3prompts.json")
+    for name in ("react/hotpotqa_instruction", "react/webshop_react", "react/webshop_act"):
+        reference_text(name)
+    if DATA["kind"] == "generated":  # the paper's 500 index the authors' own files: beside the generated ones
+        merged = tmp_path / "data"
+        for folder in (DATA["folder"], paper_data):
+            for file in (p for p in folder.rglob("*") if p.is_file()):
+                (merged / file.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+                (merged / file.relative_to(folder)).symlink_to(file.resolve())
+        monkeypatch.setenv("REACT_BENCH_DATA_DIR", str(merged))
     # no key: a price sends nothing, so it needs none (and an unreachable server, to be sure)
     done = eval_without_a_key("experiment=paper", "model=claude-haiku-4-5", "dry_run=true", "batch=true")
     assert done.returncode == 0, done.stderr
+    assert "Generating" not in done.stderr  # no bars of datasets' own for files read from a folder
+    paper_prompts = "Table 1 prompts: the paper's own, ysymyth/ReAct@6bdb3a1:prompts/prompts_naive.json, "
+    assert (
+        paper_prompts + "ysymyth/ReAct@6bdb3a1:hotpotqa.ipynb, ysymyth/ReAct@6bdb3a1:prompts/fever.json" in done.stdout
+    )
+    table3 = "Table 3 prompts: the paper's own, ysymyth/ReAct@6bdb3a1:prompts/alfworld_3prompts.json; "
+    assert table3 + "the project's own react_bench:alfworld/react_im\n" in done.stdout  # ReAct-IM: none published
     rows = {}
     for line in done.stdout.splitlines():
         cells = line.split() if not line.startswith(" ") else []
@@ -52,10 +76,13 @@ def test_the_paper_runs_part_after_part_and_the_command_again_goes_on(tmp_path, 
     parts = (paper.Part("Table 1", (paper.Job(("task=hotpotqa", "mode=cot"), examples=2),)), paper.Part("Figure 2", ()))
     monkeypatch.setattr(paper, "PARTS", parts)
     model = ["model=scripted", f"model.script={script}"]
-    extra = [f"results_dir={tmp_path / 'results'}", "progress=false", "show=none"]
+    extra = [f"results_dir={tmp_path / 'results'}", "progress=false", "show=none", "prompt=own"]  # ours: no fetch
     assert paper.run_all(model, extra) == 0
     (run_dir,) = (tmp_path / "results").rglob("paper-table1-1")
     assert len((run_dir / "examples.jsonl").read_text().splitlines()) == 2
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["prompts"]["cot"]["source"] == "react_bench:hotpotqa/cot"  # prompt=own given: not the paper's
+    assert paper._prompt_choice(extra) == [] and paper._prompt_choice([]) == ["prompt=paper"]
     assert paper.run_all(model, extra) == 0  # again: the run is resumed, nothing runs twice
     assert len((run_dir / "examples.jsonl").read_text().splitlines()) == 2
     assert "0 new example(s)" in capsys.readouterr().out

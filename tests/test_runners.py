@@ -177,6 +177,19 @@ async def test_text_protocol_on_a_chat_model_without_prefill(scripted, wiki):
     )
 
 
+async def test_a_zero_shot_request_names_no_examples(scripted, wiki):
+    """shots=0 sends the opening alone: the instruction to continue does not point at examples."""
+    from react_bench.prompts import ZERO_SHOT
+
+    model = scripted(["Thought 1: ok\nAction 1: Finish[village]"], capabilities=CHAT_NO_PREFILL)
+    prompts = {style: ZERO_SHOT for style in PROMPTS["Question"]}
+    zero = Solver(SolveSettings(), model, prompts, lambda: WikiEnv(wiki), wiki_format("Question"))
+    assert (await zero.solve("What is Gamma?")).prediction == "village"
+    text = model.requests[0].messages[0].text
+    assert text.startswith("Question: What is Gamma?\n") and "example" not in text
+    assert text.endswith("Continue the text above from where it stops. Begin your reply with `Thought 1:`.")
+
+
 async def test_text_protocol_on_a_chat_model_with_prefill_and_client_side_newline_stop(scripted, wiki):
     model = scripted(
         [" no action here", " Search[Gamma]\nmore text", " ok\nAction 2: Finish[village]"], capabilities=CHAT_PREFILL

@@ -56,7 +56,9 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "runs"
 
 
-def test_compare_writes_the_table_the_paired_tests_and_both_plots(three_runs: Path, tmp_path: Path) -> None:
+def test_compare_writes_the_table_the_paired_tests_and_both_plots(
+    three_runs: Path, tmp_path: Path, prepared_dir
+) -> None:
     out = tmp_path / "compare"
     done = compare_py(three_runs, out=out)
     assert done.returncode == 0, done.stderr
@@ -119,7 +121,12 @@ def test_accuracy_at_k_follows_the_stored_samples(tmp_path: Path) -> None:
     assert studies.k_curve(run, "hotpotqa", "cot_sc") == [0.5, 0.5, 0.5]
 
 
-def test_experiment_runs_the_paper_table_and_ends_with_the_combined_table(tmp_path: Path) -> None:
+def test_experiment_runs_the_paper_table_and_ends_with_the_combined_table(
+    tmp_path: Path, data_file, reference_text
+) -> None:
+    for task in ("hotpotqa", "fever"):  # experiment=paper_table1 sends the paper's prompts (prompt=paper)
+        data_file(f"prompts/react_{task}_prompts.json")
+    reference_text("react/hotpotqa_instruction")
     script = tmp_path / "universal.json"
     script.write_text(json.dumps(UNIVERSAL))
     done = eval_py(
@@ -227,7 +234,9 @@ def test_trajectory_html_escapes_every_text(tmp_path: Path) -> None:
 KEY_ENV = "REACT_BENCH_TEST_STUDY_KEY"
 
 
-def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_a_diff(tmp_path: Path) -> None:
+def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_a_diff(
+    tmp_path: Path, prepared_dir
+) -> None:
     """runner=text,tool_use x mode=react,act: four rows (none dropped for sharing a mode), and the
     per-question diff names the question the tool-use runs got wrong, with both answers."""
     from react_bench.testing.messages_server import MessagesServer
@@ -357,7 +366,7 @@ def test_the_token_plot_is_a_grid_of_panels_titled_by_run(tmp_path: Path) -> Non
     assert width < 1600 and height > 900  # 3 x 3 grid at 110 dpi, not 7 x 4 inches in a row
 
 
-def test_the_frontier_places_every_run_by_cost_and_score(three_runs: Path, tmp_path: Path) -> None:
+def test_the_frontier_places_every_run_by_cost_and_score(three_runs: Path, tmp_path: Path, prepared_dir) -> None:
     """frontier.md and frontier.png beside Table 1: the scripted runs have no price, so the task is
     measured in tokens per example for every run; a run is on the frontier when nothing at most
     as costly scores as high, and each step up says what an extra correct answer costs."""

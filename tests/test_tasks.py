@@ -167,7 +167,7 @@ def test_malformed_files_are_reported_with_file_and_line(task: str, name: str, l
 # --- selection: missing examples, coverage, n / offset / ids, exclusions ------------------------------
 
 
-def test_missing_examples_stop_the_run_with_a_clear_error() -> None:
+def test_missing_examples_stop_the_run_with_a_clear_error(prepared_dir: Path) -> None:
     config = TaskConfig(split="paper500", data_file="hotpotqa/hotpot_dev_distractor_685.json")
     with pytest.raises(MissingExamplesError) as caught:
         HotpotQATask().examples(config)
@@ -177,7 +177,7 @@ def test_missing_examples_stop_the_run_with_a_clear_error() -> None:
     assert len(caught.value.coverage.missing) == 461
 
 
-def test_on_missing_skip_reports_the_coverage(caplog: pytest.LogCaptureFixture) -> None:
+def test_on_missing_skip_reports_the_coverage(caplog: pytest.LogCaptureFixture, prepared_dir: Path) -> None:
     task = HotpotQATask()
     config = TaskConfig(split="paper500", data_file="hotpotqa/hotpot_dev_distractor_685.json", on_missing="skip")
     examples = task.examples(config)

@@ -211,7 +211,6 @@ class _ParseRateSummary:
 # --- fixtures and tests --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
 def trajectory_files(data_file) -> dict[str, Path]:
     """The recorded runs (the authors' pinned files; the scratchpads, made from Reflexion's pickled
     runs, only where a prepared data folder holds them)."""

@@ -19,7 +19,7 @@ from tests.support import REPO
 from tests.support_oracle import Oracle, gold_answers
 
 
-async def test_show_trajectories_prints_each_step_before_the_example_is_written(tmp_path: Path) -> None:
+async def test_show_trajectories_prints_each_step_before_the_example_is_written(tmp_path: Path, prepared_dir) -> None:
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps([" I should look up Gamma.\nAction 1: Search[Gamma]", " Done.\nAction 2: Finish[yes]"])
