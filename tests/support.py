@@ -136,3 +136,15 @@ def fresh_env(tmp_path: Path, endpoint: str, **extra: str) -> dict[str, str]:
     home.mkdir(exist_ok=True)
     env |= {"HOME": str(home), "HF_ENDPOINT": endpoint, "REACT_BENCH_REQUEST_CACHE": str(tmp_path / "requests")}
     return env | extra
+
+
+def eval_in(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """scripts/eval.py of ``clone`` (a copy made by ``alone``) in the environment ``env``."""
+    return subprocess.run(
+        [sys.executable, "scripts/eval.py", *args, "progress=false"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

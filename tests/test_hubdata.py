@@ -21,7 +21,7 @@ from react_bench.tasks.base import TaskConfig
 from react_bench.tasks.fever import exemplar_ids
 from react_bench.tasks.hotpotqa import HotpotQATask
 from react_bench.testing.hub_server import HubStandIn, write_fever_repo, write_hotpotqa_repo
-from tests.support import alone, fresh_env
+from tests.support import alone, eval_in, fresh_env
 
 HOTPOT_N = 12
 FEVER_N = 40
@@ -59,17 +59,6 @@ def hub(repos: dict):
 
 def built(home: Path) -> Path:
     return home / ".cache" / "react-bench" / "data" / f"v{hubdata.BUILD_VERSION}"
-
-
-def eval_in(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "scripts/eval.py", *args, "progress=false"],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
 
 
 def py_in(clone: Path, env: dict[str, str], code: str) -> subprocess.CompletedProcess:

@@ -14,8 +14,6 @@ import gzip
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx2
@@ -25,7 +23,7 @@ from react_bench import upstream
 from react_bench.testing.github_raw import RawStandIn, from_prepared
 from react_bench.testing.hub_server import HubStandIn, write_fever_repo, write_hotpotqa_repo
 from react_bench.testing.messages_server import MessagesServer, Reply
-from tests.support import DATA, alone, fresh_env
+from tests.support import DATA, alone, eval_in, fresh_env
 
 OWNER, COMMIT = "someone/project", "0123456789abcdef0123456789abcdef01234567"
 PROMPTS = json.dumps({"react": "Question: a?\nThought 1: t\nAction 1: Finish[b]\n"}).encode()
@@ -264,17 +262,6 @@ def _text(content: str | list[dict]) -> str:
     return content if isinstance(content, str) else "".join(block["text"] for block in content)
 
 
-def _run(clone: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "scripts/eval.py", *args, "progress=false"],
-        cwd=clone,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 CASES = [  # task, mode, the pinned file and key, the notebook's instruction (None: none), the label
     ("hotpotqa", "react", "react/prompts_naive.json", "webthink_simple6", "react/hotpotqa.ipynb", "Question"),
     ("hotpotqa", "act", "react/prompts_naive.json", "webact_simple6", "react/hotpotqa.ipynb", "Question"),
@@ -312,7 +299,7 @@ def test_a_clone_alone_sends_the_notebooks_first_prompt_byte_for_byte(
             )
             step = "Thought 1:" if mode == "react" else "Action 1:"
             server.enqueue(Reply.text(" Finish[x]" if mode == "act" else " I answer.\nAction 1: Finish[x]"))
-            first = _run(clone, env, *args)
+            first = eval_in(clone, env, *args)
             assert first.returncode == 0, first.stderr[-3000:]
             assert len(raw.sent) == (2 if notebook else 1), raw.sent  # the exemplars and the notebook, once each
             assert f"fetching {upstream.pinned(file).label}" in first.stderr
@@ -328,12 +315,12 @@ def test_a_clone_alone_sends_the_notebooks_first_prompt_byte_for_byte(
             assert sent == instruction + exemplars + f"{label}: {question['question']}\n" + step
             assert run["prompts"][mode]["source"].startswith(f"paper: {upstream.pinned(file).label}#{key}")
             raw.requests.clear()
-            second = _run(clone, env, *args)  # (its answer from the request cache)
+            second = eval_in(clone, env, *args)  # (its answer from the request cache)
             assert second.returncode == 0, second.stderr[-2000:]
             assert raw.requests == [] and "fetching" not in second.stderr  # a second run fetches nothing
             (tmp_path / "other").mkdir()
             offline = {"REACT_BENCH_GITHUB": "http://127.0.0.1:9", "TEST_CLAUDE_KEY": "x"}  # the discard port
-            third = _run(clone, fresh_env(tmp_path / "other", hub.endpoint, **offline), *args)
+            third = eval_in(clone, fresh_env(tmp_path / "other", hub.endpoint, **offline), *args)
             assert third.returncode == 2
             lines = third.stderr.strip().splitlines()
             assert (
