@@ -114,7 +114,7 @@ def not_the_papers(cfg: RunConfig, prompts: dict[str, PromptSpec]) -> list[str]:
     ]
 
 
-def paper_prompt(task: Any, style: str, pair: tuple[int, int] | None = None) -> PromptSpec | None:
+def paper_prompt(task: Task, style: str, pair: tuple[int, int] | None = None) -> PromptSpec | None:
     """``task``'s prompt of ``style`` from the paper's own files (``prompt=paper``); None where the
     paper published none. Fetched on first use (``react_bench.upstream``); the source names the
     pinned files, e.g. ``paper: ysymyth/ReAct@6bdb3a1:prompts/prompts_naive.json#webthink_simple6``."""
@@ -126,8 +126,8 @@ def paper_prompt(task: Any, style: str, pair: tuple[int, int] | None = None) -> 
     instruction = upstream.text(paper.instruction) if paper.instruction else paper.instruction
     after = f" + {upstream.texts()[paper.instruction].label}" if paper.instruction else ""
     if style in paper.texts:
-        text = upstream.texts()[paper.texts[style]]
-        return PromptSpec(instruction or "", upstream.text(text.name), f"{PAPER_SOURCE}{text.label}{after}")
+        label = upstream.texts()[paper.texts[style]].label
+        return PromptSpec(instruction or "", upstream.text(paper.texts[style]), f"{PAPER_SOURCE}{label}{after}")
     assert paper.file is not None
     path = upstream.fetch(paper.file)
     made: PromptSpec = task.prompt(style, str(path), paper.keys[style], instruction, pair)
