@@ -140,10 +140,15 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def local(name: str) -> Path | None:
-    """The file where it is already here (a prepared folder, the cache), checked; None: not here."""
+def local(name: str, prepared: bool = True) -> Path | None:
+    """The file where it is already here (a prepared folder unless ``prepared`` is false, the
+    cache), checked; None: not here."""
     file = pinned(name)
-    for path, where in ((prepared_path(file), "the prepared data folder's"), (cached_path(file), "the cached")):
+    places = [
+        (prepared_path(file) if prepared else None, "the prepared data folder's"),
+        (cached_path(file), "the cached"),
+    ]
+    for path, where in places:
         if path is None or not path.is_file():
             continue
         if _sha256(path) != file.sha256:
@@ -155,9 +160,10 @@ def local(name: str) -> Path | None:
     return None
 
 
-def fetch(name: str, out: TextIO | None = None) -> Path:
-    """The pinned file ``name`` as a local path: found here, else downloaded once (module docstring)."""
-    found = local(name)
+def fetch(name: str, out: TextIO | None = None, prepared: bool = True) -> Path:
+    """The pinned file ``name`` as a local path: found here, else downloaded once (module docstring);
+    ``prepared=False`` passes a prepared data folder by (one whose files are other data under the same names)."""
+    found = local(name, prepared)
     if found is not None:
         return found
     file = pinned(name)

@@ -253,6 +253,8 @@ def test_data_dir_resolution_order(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 def test_no_data_folder_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("REACT_BENCH_DATA_DIR", raising=False)
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))  # no build of an earlier test's
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # and none now, whatever hub the session can reach
     monkeypatch.setattr(task_data, "REPO_ROOT", tmp_path / "repo")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(DataUnavailableError) as caught:
