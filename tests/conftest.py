@@ -106,9 +106,9 @@ _MACHINE_ENTRIES = pytest.StashKey[set[str]]()
 _HOME_FILES = pytest.StashKey[set[str]]()
 
 
-# Files of a prepared folder that a user's run builds from the hub: (task, the built file's key). Not
-# FEVER's pages: their build reads the hub's whole wiki-pages export (millions of pages), too much for a test
-HUB_BUILT = {"hotpotqa/hotpot_dev_distractor_685.json": ("hotpotqa", "wiki")}  # the built file: every dev question
+# The prepared file that a user's run builds from the hub instead (HotpotQA's: every dev question, with its
+# paragraphs). Not FEVER's pages: their build reads the hub's whole wiki-pages export, too much for a test
+HUB_BUILT = "hotpotqa/hotpot_dev_distractor_685.json"
 
 
 @pytest.fixture(scope="session")
@@ -129,16 +129,14 @@ def benchmark_file(rel: str) -> Path:
             return upstream.fetch(pinned.name, prepared=DATA["kind"] == "prepared")  # the generated files are not it
         except upstream.UpstreamError as err:
             pytest.skip(f"needs {rel} ({pinned.label}): {str(err).splitlines()[0][:300]}")
-    if rel in HUB_BUILT:
-        from react_bench.tasks import hotpotqa
+    if rel == HUB_BUILT:
         from react_bench.tasks.data import DataUnavailableError
+        from react_bench.tasks.hotpotqa import RECIPE
 
-        task, key = HUB_BUILT[rel]
-        recipe = {"hotpotqa": hotpotqa.RECIPE}[task]
         try:
-            return recipe.build() / recipe.files[key]
+            return RECIPE.build() / RECIPE.files["wiki"]
         except DataUnavailableError as err:
-            pytest.skip(f"needs {rel} (or the hub build of {task}): {str(err).splitlines()[0][:300]}")
+            pytest.skip(f"needs {rel} (or the hub build of hotpotqa): {str(err).splitlines()[0][:300]}")
     pytest.skip(f"needs {rel}: a prepared data folder's file (set {ENV_DATA_DIR}); no public source serves it")
 
 
