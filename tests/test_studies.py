@@ -293,7 +293,7 @@ def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_
     assert report.count("<details class='run'>") == 4 and "nobody" in report
 
 
-def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Path) -> None:
+def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Path, prepared_dir: Path) -> None:
     """report.html as headless Chromium renders it: every run, question and gold, a real picture."""
     import shutil
 
