@@ -8,8 +8,8 @@ Decisions a next engineer needs:
   strings that a notebook (or a module) assigns to a name, e.g. hotpotqa.ipynb's
   ``instruction``: they are read out of the file's source with ``ast`` (parsed, never run), and
   their own sha256 is checked too.
-- Where a file comes from, first found wins: a prepared data folder (``data_dir``,
-  ``$REACT_BENCH_DATA_DIR``, ``./data``, ``../shared/data``: ``tasks.data.find_data_dir``) under the
+- Where a file comes from, first found wins: a prepared data folder (``$REACT_BENCH_DATA_DIR``,
+  ``./data``, ``../shared/data``: ``tasks.data.find_data_dir``; a run's ``data_dir=`` is not read) under the
   manifest's ``prepared`` name; the cache ``$REACT_BENCH_CACHE/upstream/<owner>/<repo>/<commit>/<path>``
   (default ``~/.cache/react-bench``); GitHub's raw file host, ``$REACT_BENCH_GITHUB`` (default
   ``https://raw.githubusercontent.com``), at ``/<owner>/<repo>/<commit>/<path>``. Each is checked
@@ -121,15 +121,19 @@ def cached_path(file: Pinned) -> Path:
     return cache_dir() / "upstream" / file.repo / file.commit / file.path
 
 
+def _in_prepared_folder(rel: str | None) -> Path | None:
+    """``rel`` in the prepared data folder, where there is one that holds it."""
+    from react_bench.tasks.data import find_data_dir  # lazily: reading the manifest needs no task module
+
+    folder = find_data_dir(None) if rel else None
+    if folder is None or rel is None or not (folder / rel).is_file():
+        return None
+    return folder / rel
+
+
 def prepared_path(file: Pinned) -> Path | None:
     """The file in a prepared data folder, where there is one that holds it."""
-    from react_bench.tasks.data import find_data_dir  # lazily: tasks import this module's readers
-
-    folder = find_data_dir(None) if file.prepared else None
-    if folder is None or file.prepared is None:
-        return None
-    path = folder / file.prepared
-    return path if path.is_file() else None
+    return _in_prepared_folder(file.prepared)
 
 
 def _sha256(path: Path) -> str:
@@ -269,10 +273,8 @@ def text(name: str, out: TextIO | None = None) -> str:
 
 
 def _prepared_text(item: PinnedText) -> str | None:
-    from react_bench.tasks.data import find_data_dir
-
-    folder = find_data_dir(None) if item.prepared else None
-    if folder is None or item.prepared is None or not (folder / item.prepared[0]).is_file():
+    path = _in_prepared_folder(item.prepared[0] if item.prepared else None)
+    if path is None or item.prepared is None:
         return None
-    value = json.loads((folder / item.prepared[0]).read_text(encoding="utf-8")).get(item.prepared[1])
+    value = json.loads(path.read_text(encoding="utf-8")).get(item.prepared[1])
     return value if isinstance(value, str) else None

@@ -10,7 +10,6 @@ stand-ins) runs the paper's prompts where the authors' files can be had.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
@@ -172,11 +171,11 @@ def test_the_stand_in_answers_as_githubs_raw_host_does() -> None:
         assert raw.headers["x-content-type-options"] == "nosniff" and raw.headers["cache-control"] == "max-age=300"
         plain = httpx2.get(url, headers={"Accept-Encoding": "identity"})
         assert "content-encoding" not in plain.headers and int(plain.headers["content-length"]) == len(data)
-        assert gzip.decompress(gzip.compress(data)) == plain.content
+        assert plain.content == data
         part = httpx2.get(url, headers={"Range": "bytes=5-8"})
         assert (part.status_code, part.content, part.headers["content-range"]) == (
             206,
-            b"one\n"[:4],
+            b"one\n",
             f"bytes 5-8/{len(data)}",
         )
         assert httpx2.get(url, headers={"Range": f"bytes={len(data)}-"}).status_code == 416
