@@ -6,7 +6,7 @@ Shows each sampled example (n successes, n failures, seeded): the question, the 
 and every step; type a label's number (or q to stop), then a note (Enter for none). Labels are
 kept as they are given (RUN_DIR/annotations.jsonl): run it again to go on where you stopped.
 Writes RUN_DIR/table2.md (the shares beside the paper's, and the agreement with the automatic
-labels) whenever something is labelled. react_bench/analysis.py has the labels and the rules.
+labels) whenever something is labelled. react_bench/studies/analysis.py has the labels and the rules.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from react_bench.analysis import LABELS, Annotation, Label, auto_label, table2  # noqa: E402
 from react_bench.results import iter_example_records  # noqa: E402
+from react_bench.studies.analysis import LABELS, Annotation, Label, auto_label, table2  # noqa: E402
 
 MENU = "  ".join(f"{k} {name}" for k, name in enumerate(LABELS, start=1)) + "  q stop"
 

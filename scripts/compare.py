@@ -19,7 +19,7 @@ the table with the reason). Writes to ``--out`` (default ``results/compare/<time
   example, or tokens where a run has no price) with its interval, the Pareto frontier marked and
   what each step up along it costs per extra correct answer;
 - ``report.html``: all of it on one static page, every trajectory browsable.
-See ``react_bench/studies.py`` for how each figure is computed.
+See ``react_bench/studies/`` for how each figure is computed.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.errors import ConfigError  # noqa: E402
-from react_bench.export import FORMATS, export_run  # noqa: E402
+from react_bench.studies.export import FORMATS, export_run  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

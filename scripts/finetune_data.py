@@ -3,7 +3,7 @@
     python scripts/finetune_data.py RUN_DIR [RUN_DIR ...] --out DIR
 
 Writes DIR/paper, DIR/chat, DIR/steps (each a datasets.DatasetDict on disk and a JSONL file per
-split) and DIR/manifest.json; react_bench/finetune.py says what each holds and how the splits
+split) and DIR/manifest.json; react_bench/studies/finetune.py says what each holds and how the splits
 are drawn (a run over a train file feeds train; a dev id never does).
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from react_bench.finetune import export_finetune  # noqa: E402
+from react_bench.studies.finetune import export_finetune  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,10 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from react_bench.analysis import ANNOTATIONS, LABELS, Annotation, Label, agreement, auto_label, judge_label, table2
 from react_bench.evaluate import evaluate
 from react_bench.results import iter_example_records
 from react_bench.runconfig import RunConfig
+from react_bench.studies.analysis import (
+    ANNOTATIONS,
+    LABELS,
+    Annotation,
+    Label,
+    agreement,
+    auto_label,
+    judge_label,
+    table2,
+)
 from react_bench.tasks import TaskConfig, load_task
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
 from react_bench.testing.walker import Walk, WalkResponder

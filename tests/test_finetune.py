@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from react_bench.evaluate import evaluate
-from react_bench.finetune import FORMATS, export_finetune
 from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
+from react_bench.studies.finetune import FORMATS, export_finetune
 from react_bench.tasks import TaskConfig, load_task
 from react_bench.testing.messages_server import MessagesServer, claude_model_config
 from tests.support_oracle import Oracle

@@ -329,7 +329,7 @@ async def test_lats_on_webshop_buys_by_the_environments_reward(tmp_path: Path) -
 
 
 def test_the_tree_is_drawn_escaped_and_whatever_ids_a_folder_holds() -> None:
-    from react_bench.report import tree_html
+    from react_bench.studies.report import tree_html
 
     tree = {
         "feedback": "oracle",

@@ -111,7 +111,7 @@ async def test_the_first_observation_is_recorded_and_the_last_request_replays_ex
             assert "[Search]" in first and record.question in first
     import html
 
-    from react_bench.report import trajectory_html
+    from react_bench.studies.report import trajectory_html
 
     assert html.escape(first) in trajectory_html(record)  # the notebook's and the report's view show it
     sent = model.requests[-1]

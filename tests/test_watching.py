@@ -210,8 +210,8 @@ async def _tool_use_run(tmp_path: Path) -> Path:
 async def test_export_to_inspect_reads_back_with_inspect_ais_reader(tmp_path: Path) -> None:
     from inspect_ai.log import read_eval_log
 
-    from react_bench.export import export_run
     from react_bench.results import read_records
+    from react_bench.studies.export import export_run
 
     run_dir = await _tool_use_run(tmp_path)
     records = read_records(run_dir)
@@ -241,7 +241,7 @@ async def test_export_to_inspect_reads_back_with_inspect_ais_reader(tmp_path: Pa
 async def test_export_to_csv_and_parquet(tmp_path: Path) -> None:
     import pandas as pd
 
-    from react_bench.export import export_run
+    from react_bench.studies.export import export_run
 
     run_dir = await _tool_use_run(tmp_path)
     table = pd.read_csv(export_run(run_dir, "csv"))

@@ -1,0 +1,206 @@
+"""The study's tables: Table 1 (ours beside the published figures), the runs to read with care,
+Table 3 (ALFWorld per task type), Reflexion's learning curves, context remedies side by side.
+The decisions behind each are in the package's docstring (``react_bench.studies``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from react_bench.lats import LATS_PAPER
+from react_bench.modes import MODES
+from react_bench.reflexion import REFLEXION_PAPER
+from react_bench.studies.runs import money
+from react_bench.tasks import TASKS, task_info
+
+LEGEND = (
+    "`*` protocol=custom (the paper's figure beside it is not like for like); `†` example ids differ from the "
+    "task's other runs; `‡` examples ended in an error (scored as wrong); `§` the model did not take a "
+    "protocol setting (listed below)"
+)
+
+
+def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
+    marks = ("*" if row["protocol"] == "custom" else "") + ("†" if len(ids_of_task) > 1 else "")
+    marks += ("‡" if row["errors"] else "") + ("§" if row["not_applied"] else "")
+    cell = f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={row['n']}){marks}"
+    if row.get("pass_at_k"):  # several attempts per example: how possibly, how reliably (the largest k)
+        k = max(row["pass_at_k"])
+        cell += f"; pass@{k} {100 * row['pass_at_k'][k]:.1f}, pass^{k} {100 * row['pass_hat_k'][k]:.1f}"
+    if row.get("reflexion") is not None:  # Reflexion: after how many trials, and who judged them
+        cell += f"; after {row['reflexion'].trials} trials"
+        if row["oracle_feedback"]:
+            cell += ", oracle feedback"
+    elif row.get("oracle_feedback"):  # LATS: the gold answer ended the search
+        cell += "; oracle feedback"
+    return cell
+
+
+ROW_KEYS = ("mode", "runner", "model")  # a row of Table 1: what was asked, how, of whom
+
+
+def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> tuple[Any, list[str]]:
+    """The Table 1 grid (pandas): a row per mode, runner and model (so a sweep over runners or
+    models shows every one), a column per task, the paper's figures beside; modes no run
+    covers keep a row with the paper's figures. A cell is the newest run of its mode, runner,
+    model and task; each run not shown is named in the notes with the reason. ``every_run``:
+    a row per run instead (its run id a column), nothing left out."""
+    import pandas as pd
+
+    notes: list[str] = []
+    if runner is not None:
+        left = runs[runs["runner"] != runner]
+        notes += [
+            f"{r.run_dir}: not shown (runner={r.runner}; the table is for runner={runner})" for r in left.itertuples()
+        ]
+        runs = runs[runs["runner"] == runner]
+    rows = []
+    present = set(runs["task"]) if len(runs) else set()
+    infos = [TASKS[name].info for name in TASKS if name in present]
+    for mode in MODES:
+        of_mode = runs[runs["mode"] == mode] if len(runs) else runs
+        keys: list[tuple[Any, ...]] = sorted({(r.runner, r.model) for r in of_mode.itertuples()})
+        if every_run:
+            keys = [(r.runner, r.model, r.run_id) for r in of_mode.sort_values("started").itertuples()]
+        for key in keys or [("", "")]:
+            row: dict[str, Any] = {"mode": mode, "runner": key[0], "model": key[1]}
+            same = of_mode[of_mode["model"] == key[1]]["finetuned_on"] if len(of_mode) else ()
+            tuned = {f for f in same if isinstance(f, str) and f}
+            row["finetuned"] = ", ".join(sorted(Path(f).name for f in tuned))  # on which data ("" prompted)
+            if every_run:
+                row["run"] = key[2] if len(key) > 2 else ""
+            for info in infos:
+                task, column = info.name, info.column
+                match = (of_mode["task"] == task) & (of_mode["runner"] == key[0]) & (of_mode["model"] == key[1])
+                if every_run and len(key) > 2:
+                    match &= of_mode["run_id"] == key[2]
+                cell = of_mode[match].sort_values("started") if len(of_mode) else of_mode
+                ids_of_task = set(runs[runs["task"] == task]["ids"])
+                if len(cell):
+                    latest = cell.iloc[-1]
+                    row[column] = _cell(latest, ids_of_task)
+                    row[f"{column} cost (USD)"] = money(latest["cost_usd"])
+                    none_right = latest["cost_usd"] is not None and latest["mean"] == 0
+                    row[f"{column} cost/correct"] = (
+                        "n/a (none right)" if none_right else money(latest["cost_per_correct"])
+                    )
+                    why = f"an older run of {mode}/{key[0]} {key[1]} on {task}; the newest fills the cell"
+                    notes += [f"{r}: not shown ({why}; --every-run shows each)" for r in cell["run_dir"].iloc[:-1]]
+                else:
+                    row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
+                for source, figures in info.paper.items():
+                    row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
+                if task in REFLEXION_PAPER:  # Reflexion's own published figures, on its row
+                    row[f"{column} Reflexion paper"] = REFLEXION_PAPER[task] if mode == "reflexion" else ""
+                if task in LATS_PAPER:  # and LATS's, on its
+                    row[f"{column} LATS paper"] = LATS_PAPER[task] if mode == "lats" else ""
+            rows.append(row)
+    shown_modes = set(MODES)
+    notes += (
+        [
+            f"{r.run_dir}: not shown (mode {r.mode} has no row in Table 1)"
+            for r in runs.itertuples()
+            if r.mode not in shown_modes
+        ]
+        if len(runs)
+        else []
+    )
+    return pd.DataFrame(rows), notes
+
+
+def custom_notes(runs: Any) -> list[str]:
+    """What a reader must know beside the table: runs off the paper's protocol (their paper
+    figures are not a like-for-like comparison) and settings a model did not take."""
+    out = []
+    for r in runs.itertuples() if len(runs) else ():
+        label = f"{r.task} {r.mode}/{r.runner} {r.model} ({r.run_id})"
+        if r.protocol == "custom":
+            out.append(f"{label}: protocol=custom, not the paper's protocol; the paper's figure is not like for like")
+        if r.not_applied:
+            out.append(f"{label}: not applied: {'; '.join(r.not_applied)}")
+    return out
+
+
+def table3(runs: Any) -> Any:
+    """ALFWorld per task type (the paper's Table 3): every run, then for each model, mode and runner
+    the best and the mean over its runs that differ only in the exemplar pair (the six orderings),
+    with the paper's rows below."""
+    import pandas as pd
+
+    from react_bench.tasks.alfworld import TABLE3, TABLE3_COLUMNS
+
+    names = ("Pick", "Clean", "Heat", "Cool", "Look", "Pick 2")
+    alf = runs[runs["task"] == "alfworld"] if len(runs) else runs
+    if not len(alf):
+        return pd.DataFrame()
+
+    def row(label: str, by_type: dict[str, Any], overall: Any, n: Any) -> dict[str, Any]:
+        cells = {
+            name: "" if by_type.get(t) is None else f"{100 * by_type[t]:.0f}" for name, t in zip(names, TABLE3_COLUMNS)
+        }
+        return {"run": label, **cells, "All": "" if overall is None else f"{100 * overall:.1f}", "n": n}
+
+    rows = []
+    for (model, mode, runner), group in alf.groupby(["model", "mode", "runner"]):
+        for r in group.itertuples():
+            pair = "" if r.pair is None else " pair {}{}".format(*r.pair)
+            rows.append(row(f"{model} {mode}/{runner}{pair}", r.by_type, r.mean, r.n))
+        if group["pair"].notna().sum() > 1:
+            best = group.loc[group["mean"].idxmax()]
+            rows.append(row(f"{model} {mode}/{runner} best of {len(group)}", best["by_type"], best["mean"], best["n"]))
+            mean_by_type = {
+                t: sum((b or {}).get(t) or 0 for b in group["by_type"]) / len(group) for t in TABLE3_COLUMNS
+            }
+            rows.append(row(f"{model} {mode}/{runner} mean of {len(group)}", mean_by_type, group["mean"].mean(), ""))
+    for label, figures in TABLE3.items():
+        rows.append({"run": f"paper: {label}", **{n: str(v) for n, v in zip((*names, "All"), figures)}, "n": 134})
+    if (alf["mode"] == "reflexion").any():  # Reflexion's ALFWorld figure (no per-type split published)
+        rows.append({"run": "Reflexion paper: ReAct + Reflexion, 12 trials", "All": "97.0", "n": 134})
+    return pd.DataFrame(rows)
+
+
+def learning_curves(runs: Any) -> Any:
+    """Reflexion's learning curve of every Reflexion run (pandas): the share right after trial t
+    with its 95% Wilson interval, who judged (oracle feedback marked), the cost of a trial and of a
+    success."""
+    import pandas as pd
+
+    rows = []
+    for r in runs.itertuples() if len(runs) else ():
+        curve = r.reflexion
+        if curve is None:
+            continue
+        for t, score in enumerate(curve.curve, start=1):
+            rows.append(
+                {
+                    "run": f"{r.task} {r.mode}/{r.runner} {r.model} ({r.run_id})",
+                    "evaluator": curve.evaluator + (" (oracle feedback)" if curve.oracle_feedback else ""),
+                    "trial": t,
+                    "right": f"{100 * score.mean:.1f}",
+                    "95% CI": f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]",
+                    "n": r.n,
+                    "cost/trial": money(curve.cost_per_trial),
+                    "cost/success": money(curve.cost_per_success),
+                    "paper": REFLEXION_PAPER.get(r.task, "") if t == len(curve.curve) else "",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def context_comparison(runs: Any) -> Any:
+    """Runs that differ only in their ``context`` remedy, side by side: score, tokens, cost."""
+    keys = ["task", "mode", "runner", "model"]
+    groups = runs.groupby(keys).filter(lambda g: g["context"].nunique() > 1)
+    columns = [*keys, "context", "mean", "n", "tokens_in", "cost_usd", "grounded_accuracy", "run_id"]
+    return groups[columns].sort_values([*keys, "context"]) if len(groups) else groups
+
+
+def published(task: str, mode: str) -> str:
+    """The published figure of ``mode`` on ``task`` beside a run of it: LATS's and Reflexion's
+    papers for their modes, the ReAct paper's for the others ("" where none was published)."""
+    if mode == "lats":
+        return LATS_PAPER.get(task, "")
+    if mode == "reflexion":
+        return REFLEXION_PAPER.get(task, "")
+    said = [f"{source} {figures[mode]:.1f}" for source, figures in task_info(task).paper.items() if mode in figures]
+    return "; ".join(said)
