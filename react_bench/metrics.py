@@ -10,9 +10,7 @@ Decisions a next engineer needs:
 - ``f1_score`` follows the official rule that F1 is 0 when either side normalises to
   yes / no / noanswer and the two differ; two empty answers have EM 1 but F1 0 (no tokens in
   common), exactly as the official script. Scores are floats so they average directly.
-- FEVER: an answer counts only if it normalises to one of SUPPORTS / REFUTES / NOT ENOUGH INFO
-  (the ReAct code compares normalised strings); anything else is "out of set", counted and
-  reported, and wrong.
+- FEVER's label scoring, its one user's: ``tasks/fever.py``.
 - Intervals: percentile bootstrap, numpy ``default_rng(seed)``, resampled in chunks so that
   10,000 x 7,405 never sits in memory at once. Same seed, same interval.
 - Paired comparisons between runs belong to the studies layer, which uses scipy / statsmodels
@@ -92,40 +90,6 @@ def f1_score(prediction: str, gold: str) -> float:
     precision = common / len(pred_tokens)
     recall = common / len(ref_tokens)
     return 2 * precision * recall / (precision + recall)
-
-
-_LABEL_BY_NORM = {normalize_answer(label): label for label in FEVER_LABELS}
-
-
-def map_fever_label(prediction: str) -> str | None:
-    """The FEVER label a prediction names (normalised equality), or None when it names none."""
-    return _LABEL_BY_NORM.get(normalize_answer(prediction))
-
-
-def fever_correct(prediction: str, gold: str) -> float:
-    label = map_fever_label(prediction)
-    return float(label is not None and label == map_fever_label(gold))
-
-
-@dataclass(frozen=True)
-class LabelAccuracy:
-    accuracy: float
-    correct: int
-    total: int
-    out_of_set: int  # predictions that named no label (counted wrong)
-
-    @property
-    def out_of_set_rate(self) -> float:
-        return self.out_of_set / self.total if self.total else 0.0
-
-
-def label_accuracy(predictions: Sequence[str], golds: Sequence[str]) -> LabelAccuracy:
-    if len(predictions) != len(golds):
-        raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels")
-    correct = sum(int(fever_correct(p, g)) for p, g in zip(predictions, golds))
-    out = sum(map_fever_label(p) is None for p in predictions)
-    total = len(golds)
-    return LabelAccuracy(correct / total if total else 0.0, correct, total, out)
 
 
 # --- repeated attempts (epochs) ------------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from react_bench.synthwiki import DEFAULT_SEED, DEFAULT_SIZE, ensure_wiki, generate, world_dir, write_world  # noqa: E402
+from react_bench.envs.wiki.generate import DEFAULT_SEED, DEFAULT_SIZE, ensure_wiki, generate, world_dir, write_world  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

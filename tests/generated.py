@@ -1,6 +1,6 @@
 """A data folder the tests write themselves, for a clone with no prepared one (``tests/conftest.py``).
 
-The project's own SynthWiki world (``react_bench.synthwiki``: invented names, deterministic) laid out
+The project's own SynthWiki world (``react_bench.envs.wiki.generate``: invented names, deterministic) laid out
 as HotpotQA's and FEVER's offline files are, under the names a prepared folder uses, so that every
 test of the project's own behaviour (runs of the default task, resume, studies, the wiki) has
 examples and pages without the network. It is not benchmark data: a test that checks a fact of

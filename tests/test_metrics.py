@@ -14,12 +14,10 @@ from react_bench.metrics import (
     bootstrap_ci,
     exact_match,
     f1_score,
-    fever_correct,
-    label_accuracy,
-    map_fever_label,
     normalize_answer,
     protocol_fingerprint,
 )
+from react_bench.tasks.fever import fever_correct, label_accuracy, map_fever_label
 
 TWO_THIRDS = 2 / 3
 GOLDEN: list[tuple[str, str, float, float]] = [

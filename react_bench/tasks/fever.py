@@ -20,7 +20,9 @@ Decisions a next engineer needs:
   (``react_bench/prompts/fever_exemplar_ids.json``: a JSON list of ids, or ``{"ids": [...]}``)
   when that file exists, plus ``TaskConfig.exclude_ids``. Asking for one by ``ids`` is an error.
 - Score: ``accuracy`` (the prediction names the gold label after normalisation) and
-  ``in_label_set`` (it names any label at all), so out-of-set answers can be counted.
+  ``in_label_set`` (it names any label at all), so out-of-set answers can be counted: an answer
+  counts only if it normalises to one of SUPPORTS / REFUTES / NOT ENOUGH INFO (the ReAct code
+  compares normalised strings); anything else is "out of set", counted and reported, and wrong.
 - Metadata: ``label``, ``verifiable`` (paper_dev only), ``evidence_titles``, ``dev_index``.
 """
 
@@ -28,13 +30,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from react_bench.metrics import FEVER_LABELS, fever_correct, map_fever_label
+from react_bench.metrics import normalize_answer
 from react_bench.prompts import PaperPrompts
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, DataError, Example, Pool, TaskConfig, TaskInfo, select
@@ -58,6 +61,42 @@ WIKI_SOURCE = "fever/wiki_pages_evidence_subset.jsonl"  # the gold evidence line
 BUILT_CLAIMS = "paper_dev.jsonl"  # built from the hub: FEVER's own name and layout for these claims
 BUILT_PAGES = "wiki_pages_evidence.jsonl"  # the wiki pages the claims' evidence names, whole
 FEVER_EXEMPLAR_IDS_FILE = Path(__file__).resolve().parents[1] / "prompts" / "fever_exemplar_ids.json"
+
+FEVER_LABELS: tuple[str, ...] = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+_LABEL_BY_NORM = {normalize_answer(label): label for label in FEVER_LABELS}
+
+
+def map_fever_label(prediction: str) -> str | None:
+    """The FEVER label a prediction names (normalised equality), or None when it names none."""
+    return _LABEL_BY_NORM.get(normalize_answer(prediction))
+
+
+def fever_correct(prediction: str, gold: str) -> float:
+    label = map_fever_label(prediction)
+    return float(label is not None and label == map_fever_label(gold))
+
+
+@dataclass(frozen=True)
+class LabelAccuracy:
+    accuracy: float
+    correct: int
+    total: int
+    out_of_set: int  # predictions that named no label (counted wrong)
+
+    @property
+    def out_of_set_rate(self) -> float:
+        return self.out_of_set / self.total if self.total else 0.0
+
+
+def label_accuracy(predictions: Sequence[str], golds: Sequence[str]) -> LabelAccuracy:
+    if len(predictions) != len(golds):
+        raise ValueError(f"{len(predictions)} predictions for {len(golds)} gold labels")
+    correct = sum(int(fever_correct(p, g)) for p, g in zip(predictions, golds))
+    out = sum(map_fever_label(p) is None for p in predictions)
+    total = len(golds)
+    return LabelAccuracy(correct / total if total else 0.0, correct, total, out)
+
+
 _COLUMNS = ("id", "claim", "question", "label", "verifiable", "evidence")
 
 

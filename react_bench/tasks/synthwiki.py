@@ -1,4 +1,4 @@
-"""``task=synthwiki``: multi-hop questions over a generated world (``react_bench/synthwiki.py``).
+"""``task=synthwiki``: multi-hop questions over a generated world (``react_bench/envs/wiki/generate.py``).
 
 The world is generated on first use for ``task.seed`` and ``task.size`` and cached; its own
 offline wiki serves the environment (``wiki=local``). ``split=offline`` / ``all``: the test
@@ -32,12 +32,12 @@ class SynthWikiTask(WikiTask):
     kinds: tuple[str, ...] = ("bridge2", "bridge3", "comparison_yes_no", "comparison_which")
 
     def folder(self, config: TaskConfig) -> Path:
-        from react_bench.synthwiki import ensure_world
+        from react_bench.envs.wiki.generate import ensure_world
 
         return ensure_world(config.seed, config.size)
 
     def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
-        from react_bench.synthwiki import read_questions
+        from react_bench.envs.wiki.generate import read_questions
 
         if config.split == "paper500":
             raise ConfigError(f"task={self.info.name} has no paper500 split: use split=offline (its test questions)")
@@ -57,12 +57,12 @@ class SynthWikiTask(WikiTask):
 
     def own_prompts(self) -> dict[str, Any]:
         """Generated with the world: exemplars from its train split (``synthwiki.prompt_file``)."""
-        from react_bench.synthwiki import ensure_world, prompt_file
+        from react_bench.envs.wiki.generate import ensure_world, prompt_file
 
         return prompt_file(ensure_world(), super().own_prompts(), self.label)
 
     def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
-        from react_bench.synthwiki import ensure_wiki
+        from react_bench.envs.wiki.generate import ensure_wiki
 
         return ensure_wiki(self.folder(config))
 
