@@ -25,9 +25,13 @@ the event layout.
 
 from __future__ import annotations
 
+import collections.abc
+import functools
 import json
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -510,11 +514,28 @@ class TrialCurve:
         )
 
 
+def _json(key: str = "", *, omit: Callable[[Any], bool] | None = None, layout: str = "") -> dict[str, Any]:
+    """Where a field of ``RunMetrics`` lives in metrics.json: ``key`` (dots nest; "": the field's
+    name), ``omit`` (left out of the file when true of the metrics), ``layout`` (one of the two
+    layouts the file has always had for a metric's own name: ``by_metric``, ``by_group``)."""
+    return {"json": key, "omit": omit, "layout": layout}
+
+
+def _when_none(name: str) -> Callable[[Any], bool]:
+    return lambda metrics: getattr(metrics, name) is None
+
+
+def _one_epoch(metrics: Any) -> bool:
+    return bool(metrics.epochs <= 1)
+
+
 @dataclass(frozen=True)
 class RunMetrics:
     """A run's metrics, as ``results.summarize`` computes them from ``examples.jsonl`` and
-    ``metrics.json`` holds them (``to_dict`` is that file's layout; ``from_dict`` reads a file of
-    any earlier run, a figure it lacks taking its default)."""
+    ``metrics.json`` holds them. The file's layout is read from the fields themselves (their
+    types, and ``_json`` where a figure sits elsewhere than under its own name): ``to_dict``
+    writes it, ``from_dict`` reads a file of any earlier run, a figure it lacks taking its
+    default. A new figure is one field here, with its default."""
 
     run_id: str
     task: str
@@ -525,7 +546,8 @@ class RunMetrics:
     n_planned: int
     primary_metric: str
     metrics: tuple[str, ...]  # the task's metric names, in table order
-    scores: Mapping[str, Score] = field(default_factory=dict)  # those of ``metrics`` the run has
+    # those of ``metrics`` the run has, each under its own name at the top of the file
+    scores: Mapping[str, Score] = field(default_factory=dict, metadata=_json(layout="by_metric"))
     fingerprint: str = ""
     protocol: str | None = None
     endpoint: str | None = None
@@ -546,28 +568,32 @@ class RunMetrics:
     cache_write_failures: int = 0
     bad_calls: int = 0
     repairs: Mapping[str, int] = field(default_factory=dict)
-    out_of_label_set: int | None = None  # FEVER: answers that named no label (None: not a label task)
-    cost: Cost = Cost()
+    # FEVER: answers that named no label (None: not a label task)
+    out_of_label_set: int | None = field(default=None, metadata=_json(omit=_when_none("out_of_label_set")))
+    cost: Cost = field(default=Cost(), metadata=_json("cost_usd"))
     failure_labels: Mapping[str, int] = field(default_factory=dict)
     grounded_n: int = 0
     grounded: float | None = None
     grounded_accuracy: float | None = None
     mean_steps: float = 0.0
-    wall_per_example_s: float | None = None
-    wall_per_call_s: float | None = None
+    wall_per_example_s: float | None = field(default=None, metadata=_json("wall.per_example_s"))
+    wall_per_call_s: float | None = field(default=None, metadata=_json("wall.per_call_s"))
     mean_actions: float = 0.0
-    actions: int = 0
-    invalid_rate: float = 0.0
-    think_share: float = 0.0
-    by_group: Mapping[str, Mapping[str, GroupScore]] = field(default_factory=dict)
+    actions: int = field(default=0, metadata=_json("actions.n"))
+    invalid_rate: float = field(default=0.0, metadata=_json("actions.invalid_rate"))
+    think_share: float = field(default=0.0, metadata=_json("actions.think_share"))
+    # the primary metric by group (ALFWorld's task types), each group's mean under the metric's name
+    by_group: Mapping[str, Mapping[str, GroupScore]] = field(default_factory=dict, metadata=_json(layout="by_group"))
+    over_budget: int = 0  # examples not started because max_cost_usd would have been passed
     # epochs=k (k > 1): pass@j (some of j attempts right, the unbiased estimator) and pass^j (all j
     # right), for j = 1..k, each a mean over examples with its interval
-    epochs: int = 1
-    pass_at: Mapping[int, Score] = field(default_factory=dict)
-    pass_hat: Mapping[int, Score] = field(default_factory=dict)
-    over_budget: int = 0  # examples not started because max_cost_usd would have been passed
-    reflexion: TrialCurve | None = None  # mode=reflexion: the learning curve, who judged, the cost of a trial
-    search: SearchSummary | None = None  # mode=lats: its feedback and the size of its trees
+    epochs: int = field(default=1, metadata=_json(omit=_one_epoch))
+    pass_at: Mapping[int, Score] = field(default_factory=dict, metadata=_json("pass_at_k", omit=_one_epoch))
+    pass_hat: Mapping[int, Score] = field(default_factory=dict, metadata=_json("pass_hat_k", omit=_one_epoch))
+    # mode=reflexion: the learning curve, who judged, the cost of a trial
+    reflexion: TrialCurve | None = field(default=None, metadata=_json(omit=_when_none("reflexion")))
+    # mode=lats: its feedback and the size of its trees
+    search: SearchSummary | None = field(default=None, metadata=_json("lats", omit=_when_none("search")))
 
     @property
     def oracle_feedback(self) -> bool:
@@ -590,141 +616,112 @@ class RunMetrics:
         return self.cache_hits + int(self.request_cache.get("misses") or 0)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "run_id": self.run_id,
-            "fingerprint": self.fingerprint,
-            "model": self.model,
-            "mode": self.mode,
-            "runner": self.runner,
-            "n": self.n,
-            "n_planned": self.n_planned,
-            "task": self.task,
-            "primary_metric": self.primary_metric,
-            "metrics": list(self.metrics),
-            "not_applied": list(self.not_applied),
-            "protocol": self.protocol,
-            "endpoint": self.endpoint,
-            "sdk": self.sdk,
-        }
-        out.update({name: score.to_dict() for name, score in self.scores.items()})
-        out.update(
-            usage=self.usage.to_dict(),
-            calls=self.calls,
-            left_out=list(self.left_out),
-            reasons=dict(self.reasons),
-            routes=dict(self.routes),
-            errors=self.errors,
-            errored_ids=list(self.errored_ids),
-            retries=self.retries,
-            request_cache=dict(self.request_cache),
-            replaced_chars=self.replaced_chars,
-            stop_reasons=dict(self.stop_reasons),
-            refused=self.refused,
-            cache_write_failures=self.cache_write_failures,
-            bad_calls=self.bad_calls,
-            repairs=dict(self.repairs),
-        )
-        if self.out_of_label_set is not None:
-            out["out_of_label_set"] = self.out_of_label_set
-        out.update(
-            cost_usd=asdict(self.cost),
-            failure_labels=dict(self.failure_labels),
-            grounded_n=self.grounded_n,
-            grounded=self.grounded,
-            grounded_accuracy=self.grounded_accuracy,
-            mean_steps=self.mean_steps,
-            wall={"per_example_s": self.wall_per_example_s, "per_call_s": self.wall_per_call_s},
-            mean_actions=self.mean_actions,
-            actions={"n": self.actions, "invalid_rate": self.invalid_rate, "think_share": self.think_share},
-            by_group={
-                key: {
-                    value: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)} for value, g in groups.items()
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            meta, value = f.metadata.get("json") is not None and f.metadata, getattr(self, f.name)
+            if meta and meta["omit"] is not None and meta["omit"](self):
+                continue
+            layout = meta and meta["layout"]
+            if layout == "by_metric":
+                out.update({name: score.to_dict() for name, score in value.items()})
+                continue
+            if layout == "by_group":
+                value = {
+                    key: {v: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)} for v, g in groups.items()}
+                    for key, groups in value.items()
                 }
-                for key, groups in self.by_group.items()
-            },
-            over_budget=self.over_budget,
-        )
-        if self.epochs > 1:
-            out["epochs"] = self.epochs
-            out["pass_at_k"] = {str(k): v.to_dict() for k, v in self.pass_at.items()}
-            out["pass_hat_k"] = {str(k): v.to_dict() for k, v in self.pass_hat.items()}
-        if self.reflexion is not None:
-            out["reflexion"] = self.reflexion.to_dict()
-        if self.search is not None:
-            out["lats"] = self.search.to_dict()
+            *parents, last = ((meta and meta["json"]) or f.name).split(".")
+            place = out
+            for parent in parents:
+                place = place.setdefault(parent, {})
+            place[last] = _to_json(value)
         return out
 
     @staticmethod
     def from_dict(data: Mapping[str, Any]) -> RunMetrics:
+        hints = _metrics_hints()
         primary = str(data.get("primary_metric") or "")
-        names = tuple(data.get("metrics") or ())
-        cost = data.get("cost_usd") or {}
-        wall = data.get("wall") or {}
-        acted = data.get("actions") or {}
-        groups = data.get("by_group") or {}
-        return RunMetrics(
-            run_id=str(data.get("run_id") or ""),
-            task=str(data.get("task") or ""),
-            model=str(data.get("model") or ""),
-            mode=str(data.get("mode") or ""),
-            runner=str(data.get("runner") or ""),
-            n=int(data.get("n") or 0),
-            n_planned=int(data.get("n_planned") or 0),
-            primary_metric=primary,
-            metrics=names,
-            scores={name: Score.from_dict(data[name]) for name in names if isinstance(data.get(name), Mapping)},
-            fingerprint=str(data.get("fingerprint") or ""),
-            protocol=data.get("protocol"),
-            endpoint=data.get("endpoint"),
-            sdk=data.get("sdk"),
-            not_applied=tuple(data.get("not_applied") or ()),
-            usage=Usage.from_dict(data.get("usage")),
-            calls=int(data.get("calls") or 0),
-            left_out=tuple(data.get("left_out") or ()),
-            reasons=dict(data.get("reasons") or {}),
-            routes=dict(data.get("routes") or {}),
-            errors=int(data.get("errors") or 0),
-            errored_ids=tuple(data.get("errored_ids") or ()),
-            retries=int(data.get("retries") or 0),
-            request_cache={k: int(v or 0) for k, v in (data.get("request_cache") or {"hits": 0, "misses": 0}).items()},
-            replaced_chars=int(data.get("replaced_chars") or 0),
-            stop_reasons=dict(data.get("stop_reasons") or {}),
-            refused=int(data.get("refused") or 0),
-            cache_write_failures=int(data.get("cache_write_failures") or 0),
-            bad_calls=int(data.get("bad_calls") or 0),
-            repairs=dict(data.get("repairs") or {}),
-            out_of_label_set=None if data.get("out_of_label_set") is None else int(data["out_of_label_set"]),
-            cost=Cost(**{f.name: cost.get(f.name, f.default) for f in fields(Cost)}),
-            failure_labels=dict(data.get("failure_labels") or {}),
-            grounded_n=int(data.get("grounded_n") or 0),
-            grounded=data.get("grounded"),
-            grounded_accuracy=data.get("grounded_accuracy"),
-            mean_steps=float(data.get("mean_steps") or 0.0),
-            wall_per_example_s=wall.get("per_example_s"),
-            wall_per_call_s=wall.get("per_call_s"),
-            mean_actions=float(data.get("mean_actions") or 0.0),
-            actions=int(acted.get("n") or 0),
-            invalid_rate=float(acted.get("invalid_rate") or 0.0),
-            think_share=float(acted.get("think_share") or 0.0),
-            by_group={
-                key: {
-                    value: GroupScore(
-                        int(g.get("n") or 0), float(g.get(primary) or 0.0), tuple(g.get("ci95") or (0.0, 0.0))
-                    )
-                    for value, g in values.items()
+        values: dict[str, Any] = {}
+        for f in fields(RunMetrics):
+            meta = f.metadata if f.metadata.get("json") is not None else None
+            layout = meta and meta["layout"]
+            if layout == "by_metric":
+                names = data.get("metrics") or ()
+                values[f.name] = {n: Score.from_dict(data[n]) for n in names if isinstance(data.get(n), Mapping)}
+                continue
+            raw: Any = data
+            for part in ((meta and meta["json"]) or f.name).split("."):
+                raw = raw.get(part) if isinstance(raw, Mapping) else None
+            if layout == "by_group":
+                values[f.name] = {
+                    key: {
+                        v: GroupScore(
+                            int(g.get("n") or 0), float(g.get(primary) or 0.0), tuple(g.get("ci95") or (0.0, 0.0))
+                        )
+                        for v, g in (groups or {}).items()
+                    }
+                    for key, groups in (raw or {}).items()
                 }
-                for key, values in groups.items()
-            },
-            over_budget=int(data.get("over_budget") or 0),
-            epochs=int(data.get("epochs") or 1),
-            pass_at={int(k): Score.from_dict(v) for k, v in (data.get("pass_at_k") or {}).items()},
-            pass_hat={int(k): Score.from_dict(v) for k, v in (data.get("pass_hat_k") or {}).items()},
-            reflexion=TrialCurve.from_dict(data["reflexion"]) if data.get("reflexion") else None,
-            search=SearchSummary.from_dict(data["lats"]) if data.get("lats") else None,
-        )
+            elif raw is None:
+                values[f.name] = _default(f, hints[f.name])
+            else:
+                values[f.name] = _from_json(raw, hints[f.name])
+        return RunMetrics(**values)
 
     @staticmethod
     def read(run_dir: str | Path) -> RunMetrics | None:
         """A run folder's ``metrics.json``, or None before the run has finished once."""
         path = Path(run_dir) / "metrics.json"
         return RunMetrics.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+
+
+# --- metrics.json from the fields' types ----------------------------------------------------
+
+
+@functools.cache
+def _metrics_hints() -> dict[str, Any]:
+    return typing.get_type_hints(RunMetrics)
+
+
+def _to_json(value: Any) -> Any:
+    """A field's value as JSON: a record type by its own ``to_dict`` (or its fields), tuples as
+    lists, mapping keys as text."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, Mapping):
+        return {str(k): _to_json(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _default(f: Any, hint: Any) -> Any:
+    """A figure an older file lacks: the field's default, or the empty value of its type."""
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    return _from_json(None, hint)
+
+
+def _from_json(raw: Any, hint: Any) -> Any:
+    """``raw`` (JSON) read as ``hint``, the field's type; None or absent: the type's empty value."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in args if a is not type(None)]
+        return None if raw is None else _from_json(raw, inner[0])
+    if origin is tuple:
+        return tuple(_from_json(v, args[0]) for v in raw or ())
+    if origin in (Mapping, dict, collections.abc.Mapping):
+        key, value = args
+        return {key(k): _from_json(v, value) for k, v in (raw or {}).items()}
+    if hasattr(hint, "from_dict"):
+        return hint.from_dict(raw or {})
+    if is_dataclass(hint):
+        make: Any = hint
+        return make(**{f.name: (raw or {}).get(f.name, f.default) for f in fields(hint)})
+    if hint in (int, float, str):
+        return hint(raw or hint())
+    return raw
