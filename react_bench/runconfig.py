@@ -37,7 +37,7 @@ from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
 from react_bench.redact import signed_here, without_userinfo
 from react_bench.reflexion import ReflexionConfig
 from react_bench.rundir import StoredRun, check_run_id
-from react_bench.settings import default
+from react_bench.settings import SECTIONS, SETTINGS, default
 from react_bench.tasks import TASKS, task_info
 from react_bench.tasks.base import TaskConfig, TaskInfo
 
@@ -129,6 +129,7 @@ class RunConfig:
 
     @staticmethod
     def from_mapping(cfg: Mapping[str, Any]) -> RunConfig:
+        _check_sections(cfg)
         protocol = cast(Protocol, cfg.get("protocol", default("protocol")))
         if protocol not in PROTOCOLS:
             raise ConfigError(f"protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
@@ -351,6 +352,19 @@ def _section(cfg: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"missing config group {name!r} (e.g. {name}=...)")
     return value
+
+
+def _check_sections(cfg: Mapping[str, Any]) -> None:
+    """A value given where a group of settings stands (``ray=5``, ``lats=3``) is a bad setting,
+    whatever the mode or executor: said in one line, naming the group's settings."""
+    for name in SECTIONS:
+        value = cfg.get(name)
+        if value is not None and not isinstance(value, Mapping):
+            keys = [s.key for s in SETTINGS if s.key.startswith(f"{name}.")]
+            raise ConfigError(
+                f"{name}={value}: {name} is a group of settings, not a value; set them one by one, "
+                f"e.g. {keys[0]}=... (its settings: {', '.join(keys)})"
+            )
 
 
 def _also_invalid(key: str, value: Any) -> str:

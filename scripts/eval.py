@@ -146,6 +146,22 @@ def check_selection_keys(argv: list[str]) -> None:
             fail(f"{key}={value}: {name} is a top-level setting, for every task: write {name}={value}")
 
 
+def check_known_keys(argv: list[str]) -> None:
+    """A top-level key that is no setting and no group is one line naming the closest setting
+    (Hydra would answer "not in struct" and a hint to append a key nothing reads)."""
+    import difflib
+
+    from react_bench.settings import SETTINGS
+
+    known = {s.key.split(".")[0] for s in SETTINGS} | set(GROUPS) | {"hydra"}
+    for arg in argv:
+        key, _, value = arg.lstrip("~").partition("=")
+        if arg.startswith(("+", "-")) or "=" not in arg or "." in key or "/" in key or key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        fail(f"{key}={value}: no such setting{f' (did you mean {close[0]}?)' if close else ''}; --help lists them")
+
+
 def interrupted(run_dir: Path | None, code: int = 130, what: str = "interrupted") -> NoReturn:
     """Ctrl-C (130) or SIGTERM (143): say what was kept and how to resume, then exit at once.
     Finished examples are already on disk (fsynced as each finishes); a native call still running
@@ -267,6 +283,7 @@ if __name__ == "__main__":
 
         sys.exit(paper(sys.argv[1:]))
     check_selection_keys(sys.argv[1:])
+    check_known_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
     main()

@@ -66,6 +66,11 @@ def bad_inputs(tmp: Path, common: list[str], run_dir: Path) -> list[tuple[list[s
         ([*common, "task=nope"], "task=nope: no such task"),
         ([*common, "model=nope"], "model=nope: no such model"),
         ([*common, "context=nope"], "context=nope: no such context; choose one of compact, full"),
+        # a value where a group of settings stands, whatever the mode or executor uses
+        ([*common, "ray=5"], "ray=5: ray is a group of settings, not a value"),
+        ([*common, "lats=3"], "lats=3: lats is a group of settings, not a value"),
+        ([*common, "webshop=x"], "webshop.url, webshop.seed"),
+        ([*common, "concurency=3"], "concurency=3: no such setting (did you mean concurrency?)"),
         (
             ["model=replay", f"model.cassette={run_dir / 'calls.jsonl'}", "runner=tool_use", f"results_dir={tmp}"],
             "replay: runner differs from the recorded run's ('text')",
