@@ -53,8 +53,9 @@ IDLE_S = 3.0  # the driver connected and idle, before each run: the background r
 
 
 def _run(address: str, workers: int, work: Path) -> dict[str, float]:
-    from react_bench import cluster, rundir
+    from react_bench import rundir
     from react_bench.evaluate import evaluate
+    from react_bench.executors import ray as cluster
     from react_bench.loop import LoopConfig
     from react_bench.models import ModelSpec
     from react_bench.modes import SolveSettings

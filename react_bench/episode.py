@@ -1,4 +1,4 @@
-"""One example solved, wherever it runs: in the run's own process or on a Ray worker (``cluster.py``).
+"""One example solved, wherever it runs: in the run's own process or on a Ray worker (``executors/ray.py``).
 
 ``build_solver`` builds what solving needs from a ``RunConfig`` (the task's prompts, its
 environment factory, the ``modes.Solver`` over a model stack); ``evaluate.Run.prepare`` and

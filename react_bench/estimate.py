@@ -208,6 +208,30 @@ def estimate_run(
     return total
 
 
+def batch_estimate(
+    solver: Solver, questions: Sequence[str], model_name: str, *, caching: bool, minimum: int, long_cache: bool
+) -> tuple[dict[str, Any], str]:
+    """``batch=true`` in a dry run: the batched price (half the live price, the prompt cache written
+    for ``long_cache``'s hour where the model takes it) and the rounds, as ``dry_run.json`` holds
+    them and the line that says them."""
+    batched = estimate_run(solver, questions, caching=caching, minimum=minimum, long_cache=long_cache)
+    full = calls_cost_usd(model_name, [batched.usage])
+    most = rounds(solver)
+    summary = {
+        "cost_usd": None if full is None else 0.5 * full,
+        "rounds_at_most": most,
+        "round_minutes_assumed": ASSUMED_ROUND_MINUTES,
+        "hours": most * ASSUMED_ROUND_MINUTES / 60,
+        "cache_ttl": "1h" if long_cache else "5m",
+    }
+    cost = "unknown" if summary["cost_usd"] is None else f"${summary['cost_usd']:.2f}"
+    line = (
+        f"batch=true: {cost} (half price; prompt cache written for {summary['cache_ttl']}) in at most "
+        f"{most} rounds, about {summary['hours']:.1f} hours at an assumed {ASSUMED_ROUND_MINUTES} minutes a round"
+    )
+    return summary, line
+
+
 @dataclass
 class Budget:
     """``max_cost_usd``: an example starts only if what is spent, what the examples in flight will

@@ -32,15 +32,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, TextIO
 
 from react_bench import rundir
 from react_bench.console import ProgressBar, TrajectoryPrinter
 from react_bench.environment import EnvFactory
-from react_bench.episode import Solved, build_solver, env_config, not_the_papers, solve_example
+from react_bench.episode import Solved, build_solver, env_config, not_the_papers
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
+from react_bench.executors import start_executor
+from react_bench.executors.base import Executor
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, endpoint_host, operational
@@ -204,12 +206,11 @@ class Run:
             kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
             solver.trial_log = TrialLog(run.run_dir / TRIAL_LOG, kind)
         if cfg.batch:
-            from react_bench.batch import batch_client
+            from react_bench.executors.rounds import batch_client
 
-            batch_client(stack)  # a clear error before anything is written
-            for_rounds = getattr(stack.client, "for_rounds", None)
-            if for_rounds is not None:  # the prompt cache outlives the minutes between rounds (cache_ttl=auto)
-                for_rounds()
+            # a clear error before anything is written; the prompt cache outlives the minutes
+            # between rounds (cache_ttl=auto)
+            batch_client(stack)[1].for_rounds()
         return run
 
     async def aclose(self) -> None:
@@ -275,9 +276,8 @@ class Run:
                     _caching(cfg),
                     batch=cfg.batch,
                 )
-                if isinstance(executor, BatchExecutor) and executor.batcher is not None:
-                    model_name = self.model.name
-                    executor.batcher.limit(cfg.max_cost_usd, budget.spent, lambda u: cost_usd(model_name, u))
+                model_name = self.model.name
+                executor.limit_cost(cfg.max_cost_usd, budget.spent, lambda u: cost_usd(model_name, u))
             n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas)
         finally:
             executor.close()
@@ -291,27 +291,15 @@ class Run:
         return [replace(e, epoch=k) for k in range(1, self.cfg.epochs + 1) for e in self.examples]
 
     async def executor(self, todo: list[Example], *, events: bool) -> Executor:
-        """Where the episodes run (``executor=``, ``batch=``): this process, Ray workers, or this
-        process after a Message Batches pre-pass."""
-        if self.cfg.executor == "ray" and todo:  # the episodes on Ray workers; this process stays the writer
-            from react_bench.cluster import WorkerPool
-
-            return await WorkerPool.start(self.cfg, self.run_id, events=events, out=self.out)
-        if self.cfg.batch:
-            return BatchExecutor(self.solver, run=self)
-        return LocalExecutor(self.solver)
+        """Where the episodes run (``executor=``, ``batch=``; ``react_bench.executors``)."""
+        return await start_executor(
+            self.cfg, self.solver, self.stack, self.run_dir, self.run_id, self.out, todo, events=events
+        )
 
     def dry_run(self) -> RunResult:
         """No model call: the first request as the API would get it, and the run's estimate
         (with ``batch=true``, the batched price and hours beside the live ones)."""
-        from react_bench.estimate import (
-            ASSUMED_ROUND_MINUTES,
-            ASSUMED_RPM,
-            estimate_run,
-            lats_calls_at_most,
-            rounds,
-            wire_request,
-        )
+        from react_bench.estimate import ASSUMED_RPM, batch_estimate, estimate_run, lats_calls_at_most, wire_request
 
         cfg, examples, run_dir = self.cfg, self.examples, self.run_dir
         caching, minimum = _caching(cfg)
@@ -354,23 +342,13 @@ class Run:
             f"{summary['hours_at_rpm']:.1f} hours at {summary['rpm']:g} requests/minute" + ("" if rpm else " (assumed)")
         ]
         if cfg.batch:
-            long_cache = getattr(self.stack.client, "cache_ttl", "5m") == "1h"
-            batched = estimate_run(self.solver, questions, caching=caching, minimum=minimum, long_cache=long_cache)
-            full = calls_cost_usd(self.model.name, [batched.usage])
-            summary["batch"] = {
-                "cost_usd": None if full is None else 0.5 * full,
-                "rounds_at_most": rounds(self.solver),
-                "round_minutes_assumed": ASSUMED_ROUND_MINUTES,
-                "hours": rounds(self.solver) * ASSUMED_ROUND_MINUTES / 60,
-                "cache_ttl": "1h" if long_cache else "5m",
-            }
-            b = summary["batch"]
-            batch_cost = "unknown" if b["cost_usd"] is None else f"${b['cost_usd']:.2f}"
-            lines.append(
-                f"batch=true: {batch_cost} (half price; prompt cache written for {b['cache_ttl']}) in at most "
-                f"{b['rounds_at_most']} rounds, about {b['hours']:.1f} hours at an assumed "
-                f"{ASSUMED_ROUND_MINUTES} minutes a round"
+            from react_bench.executors.rounds import batch_client
+
+            long_cache = batch_client(self.stack)[1].cache_ttl == "1h"
+            summary["batch"], line = batch_estimate(
+                self.solver, questions, self.model.name, caching=caching, minimum=minimum, long_cache=long_cache
             )
+            lines.append(line)
         rundir.write_json(run_dir / "dry_run.json", summary)
         lines.append(f"first request: {run_dir / 'dry_run_request.json'}")
         print("\n".join(lines), file=self.out)
@@ -395,10 +373,7 @@ class Run:
                 "every API's rate limits; model.requests_per_minute paces the calls)",
                 file=out,
             )
-        if isinstance(executor, BatchExecutor):  # batch rounds: every example at once (up to BATCH_LANES)
-            concurrency = executor.capacity
-        else:
-            concurrency = min(max(concurrency, executor.capacity), MAX_CONCURRENCY)  # Ray: every worker busy
+        concurrency = executor.concurrency(min(concurrency, MAX_CONCURRENCY))
 
         semaphore = asyncio.Semaphore(concurrency)
         writer = rundir.RunWriter(run_dir)
@@ -406,8 +381,8 @@ class Run:
         enabled = cfg.progress and cfg.show != "none"
         bar = ProgressBar(f"{cfg.task.name} {cfg.solve.mode}", n_total, n_done, out, enabled=enabled)
         printer = TrajectoryPrinter(bar.write, prefix_ids=cfg.concurrency > 1) if cfg.show == "trajectories" else None
-        if isinstance(executor, BatchExecutor) and executor.batcher is not None and enabled:
-            executor.batcher.say = bar.write  # the rounds' lines above the bar
+        if enabled:
+            executor.say_through(bar.write)  # its own lines (batch rounds') above the bar
 
         def heartbeat(example_id: str, event: AgentEvent) -> None:
             if isinstance(event, StepStarted):  # the bar names the step in progress: a long first example
@@ -422,10 +397,10 @@ class Run:
         on_event = None if not sinks else (sinks[0] if len(sinks) == 1 else functools.partial(_fan_out, sinks))
 
         finished = 0
-        from react_bench.batch import OverBudget, batch_response_ids
+        from react_bench.executors.rounds import OverBudget
 
         # the ids of the responses from this run's batches (half price); batch rounds add theirs as they come
-        batched = executor.batcher.batched if isinstance(executor, BatchExecutor) else batch_response_ids(run_dir)
+        batched = executor.batched_ids(run_dir)
 
         async def one(example: Example) -> None:
             nonlocal finished
@@ -496,85 +471,6 @@ class Run:
             saved_usd=saved,
             worker=solved.worker,
         )
-
-
-class Executor(Protocol):
-    """Where a run's episodes are solved: in this process (``LocalExecutor``), on Ray workers
-    (``cluster.WorkerPool``), or in this process after a Message Batches pre-pass
-    (``BatchExecutor``). Either way this process stays the run's one writer: an executor only
-    returns each example's ``Solved`` (its events given to ``sink`` as they were seen)."""
-
-    @property
-    def capacity(self) -> int:
-        """Examples it can hold at once (a run's concurrency is raised to it)."""
-
-    async def prepare(self, todo: list[Example]) -> None:
-        """What runs once before the first episode (the batch's submissions)."""
-
-    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved: ...
-
-    def close(self) -> None: ...
-
-
-@dataclass
-class LocalExecutor:
-    """The episodes in this process, on its event loop (``concurrency`` at once)."""
-
-    solver: Solver
-    capacity: int = 1
-
-    async def prepare(self, todo: list[Example]) -> None:
-        return None
-
-    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
-        return await solve_example(self.solver, example, sink)
-
-    def close(self) -> None:
-        pass
-
-
-@dataclass
-class BatchExecutor(LocalExecutor):
-    """``batch=true``: every request through the Message Batches API in rounds (``batch.py``): the
-    round layer goes beneath the request cache, and the examples all run at once (up to
-    ``BATCH_LANES``), each a lane that a round waits for."""
-
-    run: Run | None = None
-    batcher: Any = None  # the RoundBatcher, once prepared
-
-    async def prepare(self, todo: list[Example]) -> None:
-        from react_bench.batch import BATCH_LANES, RoundBatcher, batch_client
-        from react_bench.estimate import rounds
-
-        run = self.run
-        if run is None or not todo:
-            return
-        cache, client = batch_client(run.stack)
-        supported = getattr(client, "batch_supported", None)
-        if supported is not None and not await supported():  # an OpenAI-compatible server without /v1/batches
-            raise ConfigError(
-                f"batch=true: the server at {endpoint_host(run.stack.client)} has no Batch API (/v1/batches); "
-                "run without batch=true"
-            )
-        self.batcher = RoundBatcher(
-            inner=cache.inner, client=client, cache=cache, run_dir=run.run_dir, out=run.out, poll_s=run.cfg.batch_poll_s
-        )
-        cache.inner = self.batcher
-        self.solver.first_sample_alone = False  # CoT-SC's samples: all in one round
-        self.batcher.most = rounds(self.solver)
-        self.capacity = max(1, min(len(todo), BATCH_LANES))
-        self.batcher.start()
-
-    async def solve(self, example: Example, sink: Callable[[AgentEvent], None] | None) -> Solved:
-        if self.batcher is None:
-            return await solve_example(self.solver, example, sink)
-        with self.batcher.lane():
-            return await solve_example(self.solver, example, sink)
-
-    def close(self) -> None:
-        if self.batcher is not None:
-            self.batcher.stop()
-            self.batcher.cache.inner = self.batcher.inner  # the stack as it was (a notebook's next run)
 
 
 def _fan_out(sinks: list[EventSink], example_id: str, event: AgentEvent) -> None:

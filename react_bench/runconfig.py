@@ -65,7 +65,7 @@ PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 
 @dataclass(frozen=True)
 class RaySettings:
-    """``executor=ray``: where the cluster is and how the run's episodes use it (``cluster.py``)."""
+    """``executor=ray``: where the cluster is and how the run's episodes use it (``executors/ray.py``)."""
 
     address: str | None = default("ray.address")  # auto | host:port | None: a Ray instance of this machine
     workers: int | None = default("ray.workers")  # episode workers (Ray actors); None: as the cluster's CPUs allow
@@ -111,7 +111,7 @@ class RunConfig:
     show: Show = default("show")  # summary | trajectories | none (console.py)
     dry_run: bool = default("dry_run")  # no model call: the first request and the run's estimate (estimate.py)
     max_cost_usd: float | None = default("max_cost_usd")  # a budget: no example starts once it would be passed
-    batch: bool = default("batch")  # every request through the Message Batches API, in rounds (batch.py)
+    batch: bool = default("batch")  # every request through the Message Batches API, in rounds (executors/rounds.py)
     batch_poll_s: float = float(default("batch_poll_s"))
     request_cache: CacheMode = "on" if default("cache") is True else "off"  # `cache`: true | false | refresh
     executor: Executor = default("executor")  # local: this process | ray: the episodes on a Ray cluster

@@ -31,7 +31,7 @@ def connect_ray_launcher(config: Any) -> None:
     launcher then finds Ray connected and sends each job as a Ray task (one CPU each unless
     ``hydra.launcher.ray.remote.num_cpus`` says otherwise); its own start would pass an object-store
     size, which Ray refuses when joining an existing cluster."""
-    from react_bench.cluster import connect, worker_env
+    from react_bench.executors.ray import connect, worker_env
 
     init = config.hydra.launcher.get("ray", {}).get("init", {}) or {}
     address = init.get("address") or (config.get("ray") or {}).get("address")

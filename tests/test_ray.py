@@ -457,7 +457,7 @@ async def test_a_run_that_cannot_start_its_workers_says_so_and_leaves_no_connect
 
     import ray
 
-    import react_bench.cluster as cluster_module
+    import react_bench.executors.ray as cluster_module
     from react_bench.errors import ConfigError
 
     monkeypatch.setattr(cluster_module, "SLOT_WAIT_S", 1.0)

@@ -106,3 +106,23 @@ def test_the_console_command_is_the_top_floor_and_names_only_scripts_that_exist(
     assert not [m for m, imports in GRAPH.items() if "react_bench.cli" in imports]
     assert GRAPH["react_bench.cli"] == set()  # it runs the scripts; it imports none of the package
     assert all((SCRIPTS / f"{name.replace('-', '_')}.py").is_file() for name in COMMANDS)
+
+
+def test_the_run_knows_its_executors_by_their_interface_only() -> None:
+    """Executors are a floor: the run (``evaluate``) asks ``executors.base.Executor`` and
+    ``start_executor``; no module outside ``executors/`` names a kind of executor, and no executor
+    imports the run."""
+    kinds = {"LocalExecutor", "BatchExecutor", "WorkerPool"}
+    for module, path in MODULES.items():
+        if module.startswith("react_bench.executors"):
+            assert "react_bench.evaluate" not in GRAPH[module], module
+            continue
+        names = {n.id for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.Name)}
+        names |= {
+            a.name
+            for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(n, ast.ImportFrom)
+            for a in n.names
+        }
+        assert not names & kinds, f"{module} names {sorted(names & kinds)}"
+    assert {"react_bench.executors", "react_bench.executors.base"} <= GRAPH["react_bench.evaluate"]

@@ -172,6 +172,10 @@ class AnthropicClient:
             raise ConfigError(f"cache_ttl=1h: {config.name} does not take the 1-hour prompt cache")
         self.cache_ttl = "1h" if config.cache_ttl == "1h" else "5m"
 
+    async def batch_supported(self) -> bool:
+        """The Message Batches API: every Anthropic endpoint has it."""
+        return True
+
     def for_rounds(self) -> None:
         """``batch=true``: the 1-hour cache where the lifetime is left to ``auto`` and the model takes it."""
         if self.config.cache_ttl == "auto" and self.info.cache_ttl_1h:
@@ -234,7 +238,7 @@ class AnthropicClient:
     def not_applied(self, request: ModelRequest) -> tuple[str, ...]:
         return self.plan(request).not_applied
 
-    # --- the Message Batches API (half price; react_bench/batch.py drives it) ----------------
+    # --- the Message Batches API (half price; react_bench/executors/rounds.py drives it) ----------------
 
     batch_limits = (100_000, 256 * 1024 * 1024)  # requests and bytes in one batch, as the API documents
 

@@ -217,12 +217,19 @@ def endpoint_host(client: ModelClient) -> str | None:
 @runtime_checkable
 class BatchClient(Protocol):
     """A provider that also takes requests in batches at half price (Anthropic's Message Batches
-    API, OpenAI's Batch API): ``batch.py`` drives it. ``batch_params``: a request's body in a
+    API, OpenAI's Batch API): ``executors/rounds.py`` drives it. ``batch_params``: a request's body in a
     batch; ``batch_stops``: the stops cut client-side from its answer; ``batch_group``: requests
     of one group may share a batch (OpenAI: one endpoint a batch); ``batch_limits``: requests and
-    bytes a batch may hold."""
+    bytes a batch may hold; ``batch_supported``: whether the server has the batch API at all;
+    ``for_rounds``: the client told its requests go in rounds (minutes apart), ``cache_ttl``: the
+    lifetime its prompt cache is then written for (``5m`` the standard, ``1h`` Anthropic's long one)."""
 
     batch_limits: tuple[int, int]
+    cache_ttl: str
+
+    async def batch_supported(self) -> bool: ...
+
+    def for_rounds(self) -> None: ...
 
     def batch_params(self, request: ModelRequest) -> dict[str, Any]: ...
 

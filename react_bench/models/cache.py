@@ -151,7 +151,7 @@ Pacer = Callable[[float], Awaitable[float]]  # (this request's interval) -> seco
 
 @dataclass
 class LimitedModel(ModelLayer):
-    """``pacer``: one queue shared beyond this process (``cluster.py``'s limiter actor, for every
+    """``pacer``: one queue shared beyond this process (``executors/ray.py``'s limiter actor, for every
     worker of a Ray run); None: this process's own queue."""
 
     inner: ModelClient

@@ -227,7 +227,7 @@ class OpenAICompatClient:
         for event in mapper.finish():
             yield event
 
-    # --- the Batch API (/v1/batches: OpenAI's; half price; react_bench/batch.py drives it) -------
+    # --- the Batch API (/v1/batches: OpenAI's; half price; react_bench/executors/rounds.py drives it) -------
 
     batch_limits = (50_000, 200 * 1024 * 1024)  # requests and bytes of one batch's input file (OpenAI's)
 
@@ -250,6 +250,11 @@ class OpenAICompatClient:
 
     def batch_stops(self, request: ModelRequest) -> tuple[str, ...]:
         return adapt_request(request, self.capabilities)[0].stop  # every stop is cut here too, as streamed
+
+    cache_ttl = "5m"  # the server's own prompt caching: no lifetime to ask for
+
+    def for_rounds(self) -> None:
+        """Nothing to change for rounds: the server caches prompts as it will."""
 
     async def batch_supported(self) -> bool:
         """Whether the server has the Batch API (OpenAI does; vLLM's and llama.cpp's servers do not)."""

@@ -173,7 +173,7 @@ def build_stack(
     """The run's layers around ``client`` (built from ``spec`` unless given: a benchmark's or a
     notebook's own); see the module docstring for the order. ``record=False``: no recording
     layer (a model used outside a run's examples). ``pacer``: the rate limiter's queue when it is
-    shared beyond this process (``cluster.py``)."""
+    shared beyond this process (``executors/ray.py``)."""
     from react_bench.models.cache import LimitedModel
     from react_bench.models.providers import make_client
     from react_bench.models.replay import RecordingModel

@@ -42,10 +42,11 @@ from typing import Any, TextIO
 from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
+from react_bench.executors.base import Plain
 from react_bench.models.counting import Counts
 from react_bench.modes import MODE_SPECS, Outcome
 from react_bench.redact import secret_name
-from react_bench.runconfig import RaySettings, RunConfig
+from react_bench.runconfig import MAX_CONCURRENCY, RaySettings, RunConfig
 from react_bench.tasks import Example, load_task
 from react_bench.types import Usage
 
@@ -213,7 +214,7 @@ class _Limiter:
 
 
 @dataclass
-class WorkerPool:
+class WorkerPool(Plain):
     """The driver's side: workers and their free slots (one per example a worker may hold)."""
 
     cfg: RunConfig
@@ -234,6 +235,9 @@ class WorkerPool:
     @property
     def capacity(self) -> int:
         return self.workers * self.per_worker
+
+    def concurrency(self, asked: int) -> int:
+        return min(max(asked, self.capacity), MAX_CONCURRENCY)  # every worker busy
 
     async def prepare(self, todo: list[Example]) -> None:
         return None  # the workers are started (``start``); nothing runs before the first episode

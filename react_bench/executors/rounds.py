@@ -60,8 +60,6 @@ from react_bench.types import ModelResponse, Usage, response_to_dict
 
 BATCHES = "batches.json"
 _CACHE_KEY = re.compile(r"[0-9a-f]{16,128}")  # a request cache key (its file's name): what a custom_id is
-MAX_PER_BATCH = 100_000  # a batch's limits where the client states none: requests, bytes of the body
-MAX_BATCH_BYTES = 256 * 1024 * 1024
 MAX_BATCH_TRIES = 2  # rounds a request may fail in before it is sent live
 BATCH_LANES = 2048  # episodes at once under batch=true (more wait for a lane; each holds an environment)
 CREATE_TRIES = 5  # a batch the API could not take for a passing reason (429, 5xx, the network): tried again
@@ -435,10 +433,10 @@ def _copy(done: asyncio.Future[ModelResponse], future: asyncio.Future[ModelRespo
         future.set_result(done.result())
 
 
-def _chunks(items: list[tuple[str, _Waiting]], client: Any) -> Iterator[list[tuple[str, _Waiting]]]:
+def _chunks(items: list[tuple[str, _Waiting]], client: BatchClient) -> Iterator[list[tuple[str, _Waiting]]]:
     """The round's requests in batches within the API's limits on count and bytes, one endpoint
     a batch where the API asks that (``batch_group``: OpenAI's chat and completions)."""
-    most, most_bytes = getattr(client, "batch_limits", (MAX_PER_BATCH, MAX_BATCH_BYTES))
+    most, most_bytes = client.batch_limits
     groups: dict[str, list[tuple[str, _Waiting]]] = {}
     for cid, waiting in items:
         groups.setdefault(client.batch_group(waiting.request), []).append((cid, waiting))
