@@ -17,7 +17,10 @@ run gets it; where none can be had, the test is skipped with one line naming the
 
 from __future__ import annotations
 
+import atexit
+import gc
 import os
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Before any test module is imported, HOME and the request cache are folders of this
     session's: an environment captured at import (a subprocess's, a Ray node's) then still points
     at the session's, never the user's. Each test gets its own request cache besides (below)."""
+    atexit.register(_end_now)  # first of the session's exit handlers, so it runs last
     config.stash[_HOME_FILES] = home_files(USER_HOME) if USER_HOME.is_dir() else set()
     config.stash[_MACHINE_ENTRIES] = _entries(MACHINE_REQUEST_CACHE)
     os.environ["HOME"] = tempfile.mkdtemp(prefix="react-bench-test-home-")
@@ -100,10 +104,37 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         )
         print(f"\nerror: the tests added {len(added)} file(s) to the user's HOME: {shown}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    _release_native()
+    _FINISHED.append(session)
 
 
 _MACHINE_ENTRIES = pytest.StashKey[set[str]]()
 _HOME_FILES = pytest.StashKey[set[str]]()
+_FINISHED: list[pytest.Session] = []  # the session, once its status is final
+
+
+def _release_native() -> None:
+    """The native resources the tests' own process holds, let go while the interpreter is whole:
+    the embedded models (llama.cpp), a Ray connection."""
+    local = sys.modules.get("react_bench.models.local")
+    if local is not None:
+        local._close_engines()
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+    gc.collect()
+
+
+def _end_now() -> None:
+    """The last exit handler (registered first): the process ends with the session's status,
+    without the interpreter's teardown. That teardown walks what llama.cpp, Ray and gRPC leave
+    behind in an order no library promises: in CI it once crashed (a segmentation fault) after
+    all 1,007 tests had passed, and a test command's status must be its tests'. A session that
+    never finished (a usage error) exits as Python would."""
+    if _FINISHED and getattr(sys, "last_value", None) is None:  # (an uncaught error: Python's own exit)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(int(_FINISHED[0].exitstatus))
 
 
 # The prepared file that a user's run builds from the hub instead (HotpotQA's: every dev question, with its
