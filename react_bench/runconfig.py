@@ -207,10 +207,12 @@ def _check_mode(mode: str, info: TaskInfo) -> None:
     spec = MODE_SPECS.get(mode)
     if spec is None:
         return  # SolveSettings names the unknown mode
-    allowed = info.modes or tuple(m for m, s in MODE_SPECS.items() if info.answers or not s.needs_answers)
-    if mode not in allowed:
-        why = "its examples have no reference answers to give without acting" if spec.needs_answers else "it is not run"
-        raise ConfigError(f"task={info.name} does not run mode={mode} ({why}); choose one of {', '.join(allowed)}")
+    if spec.needs_answers and not info.answers:  # (a mode defined for other tasks: ModeSpec.check says so)
+        fits = [m for m, s in MODE_SPECS.items() if not s.needs_answers and (not s.tasks or info.name in s.tasks)]
+        raise ConfigError(
+            f"task={info.name} does not run mode={mode} (its examples have no reference answers to give "
+            f"without acting); choose one of {', '.join(fits)}"
+        )
 
 
 def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) -> SolveSettings:

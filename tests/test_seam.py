@@ -188,7 +188,6 @@ class DoorTask(KVTask):
         primary_metric="success",
         column="Door success",
         answers=False,
-        modes=("react", "act"),
         protocol={"max_steps": 5},
     )
 

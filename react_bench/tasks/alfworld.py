@@ -213,7 +213,6 @@ class AlfworldTask:
         },
         paper_table=TABLE3_SOURCE,
         answers=False,
-        modes=("react", "act", "react_im", "reflexion", "lats"),
         groups=("task_type",),
         shown_groups=("task_type",),
         # Reflexion's own ALFWorld protocol (Shinn et al., 2023): 12 trials, the heuristic halt

@@ -253,7 +253,6 @@ class TaskInfo:
     # answers are names, dates, numbers an observation can contain: metrics give "grounded"
     # (FEVER's labels and the environments' rewards cannot be read in a page: None there)
     grounded_answers: bool = False
-    modes: tuple[str, ...] | None = None  # the modes it runs; None: every mode
     groups: tuple[str, ...] = ()  # metadata keys of the breakdowns (question type, task type, ...)
     shown_groups: tuple[str, ...] = ()  # those the console's table shows, a row per value
     # The paper's per-task protocol: what ``protocol=paper`` fixes besides the shared settings.

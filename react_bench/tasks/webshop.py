@@ -74,7 +74,6 @@ class WebShopTask(OneGroupPrompts):
         paper={"PaLM-540B": {"react": 66.6, "act": 62.3}, "PaLM-540B success": {"react": 40.0, "act": 30.1}},
         paper_table=TABLE4,
         answers=False,
-        modes=("react", "act", "reflexion", "lats"),
         groups=("category",),
         protocol={"max_steps": 15, "context": "window", "act_at_cap": False},
         # WebShop.ipynb: prompt1 (ReAct) and prompt1_actonly (Act), no instruction before them
