@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from react_bench import synthwiki
+from react_bench.envs.wiki import generate as synthwiki
 
 SEED, SIZE = 0, 120  # a small world: about 450 entities, made in well under a second
 HOTPOT = "hotpotqa/hotpot_dev_distractor_685.json"  # the names a prepared folder gives these files

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from react_bench import synthwiki
+from react_bench.envs.wiki import generate as synthwiki
 from react_bench.evaluate import evaluate
 from react_bench.metrics import normalize_answer
 from react_bench.modes import SolveSettings
