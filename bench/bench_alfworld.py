@@ -73,9 +73,9 @@ def _harness_share(config: dict[str, Any], work: Path) -> dict[str, float]:
     import react_bench.envs.alfworld.env as env_module
     from react_bench.evaluate import evaluate
     from react_bench.loop import LoopConfig
+    from react_bench.methods.core import SolveSettings
     from react_bench.models import ModelSpec
     from react_bench.models.scripted import ScriptedModel
-    from react_bench.modes import SolveSettings
     from react_bench.runconfig import RunConfig
     from react_bench.tasks import TaskConfig
     from react_bench.tasks.alfworld import AlfworldConfig

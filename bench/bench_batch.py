@@ -36,8 +36,8 @@ from benchlib import KEY_ENV, check, checks_markdown, environment, environment_l
 
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
+from react_bench.methods.core import SolveSettings
 from react_bench.models.capabilities import calls_cost_usd
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, load_task
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config

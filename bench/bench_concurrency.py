@@ -53,8 +53,8 @@ from benchlib import (
 from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress
+from react_bench.methods.core import SolveSettings
 from react_bench.models import ModelSpec
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 

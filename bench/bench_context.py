@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from react_bench.context import ContextConfig  # noqa: E402
 from react_bench.evaluate import evaluate  # noqa: E402
 from react_bench.loop import LoopConfig  # noqa: E402
+from react_bench.methods.core import SolveSettings  # noqa: E402
 from react_bench.models import ModelSpec
-from react_bench.modes import SolveSettings  # noqa: E402
 from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.studies import tokens_per_step  # noqa: E402

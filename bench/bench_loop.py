@@ -66,11 +66,11 @@ from react_bench.console import quiet_console
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress, StreamEvent
 from react_bench.loop import LoopConfig
+from react_bench.methods.core import SolveSettings
 from react_bench.models import ModelSpec, make_client
 from react_bench.models.anthropic import AnthropicClient
 from react_bench.models.base import ModelRequest
 from react_bench.models.collector import response_to_events
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.walker import Walk, WalkingModel

@@ -57,8 +57,8 @@ def _run(address: str, workers: int, work: Path) -> dict[str, float]:
     from react_bench.evaluate import evaluate
     from react_bench.executors import ray as cluster
     from react_bench.loop import LoopConfig
+    from react_bench.methods.core import SolveSettings
     from react_bench.models import ModelSpec
-    from react_bench.modes import SolveSettings
     from react_bench.runconfig import RaySettings, RunConfig
     from react_bench.tasks import TaskConfig
     from react_bench.tasks.alfworld import AlfworldConfig

@@ -30,9 +30,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from react_bench.evaluate import evaluate  # noqa: E402
+from react_bench.methods.core import SolveSettings  # noqa: E402
 from react_bench.models import ModelSpec
 from react_bench.models.capabilities import min_cache_tokens  # noqa: E402
-from react_bench.modes import SolveSettings  # noqa: E402
 from react_bench.results import billed_equivalent_input  # noqa: E402
 from react_bench.runconfig import RunConfig  # noqa: E402
 from react_bench.tasks import TaskConfig  # noqa: E402

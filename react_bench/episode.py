@@ -20,14 +20,14 @@ from typing import Any
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
-from react_bench.lats import LatsConfig, value_prompt
+from react_bench.methods.core import MODE_SPECS, Outcome, Solver
+from react_bench.methods.lats import LatsConfig, value_prompt
+from react_bench.methods.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
-from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.paths import CONFIGS
 from react_bench.prompts import PAPER_SOURCE, PaperPrompts, PromptSpec, load_instruction, with_shots
-from react_bench.reflexion import ReflexionConfig, reflection_prompt
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from react_bench.errors import ConfigError
+from react_bench.methods.core import Solver
 from react_bench.models.base import ModelClient, ModelRequest
 from react_bench.models.cache import estimate_input_tokens
 from react_bench.models.capabilities import calls_cost_usd
-from react_bench.modes import Solver
 from react_bench.results import read_records
 from react_bench.types import Usage
 
@@ -70,7 +70,7 @@ def _calls(solver: Solver, part: str) -> int:
 
 
 def lats_expansions(solver: Solver, most: bool = False) -> list[int]:
-    """mode=lats: the depths of the expansions an example makes (``lats.py``). Each iteration
+    """mode=lats: the depths of the expansions an example makes (``methods/lats.py``). Each iteration
     expands a node near the root and simulates from it; the estimate takes a simulation to run to
     half the depth cap (the answer may come anywhere between the first step and the cap), ``most``
     to the cap, in every one of ``lats.iterations``."""

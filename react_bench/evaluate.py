@@ -43,17 +43,17 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
 from react_bench.executors import start_executor
 from react_bench.executors.base import Executor
+from react_bench.methods.core import MODE_SPECS, Outcome, Solver
+from react_bench.methods.reflexion import TRIAL_LOG, TrialLog
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, endpoint_host, operational
 from react_bench.models.capabilities import calls_cost_usd, cost_usd
 from react_bench.models.replay import CassetteKind, attempt_key, cassette_line
 from react_bench.models.stack import route_of
-from react_bench.modes import MODE_SPECS, Outcome, Solver
 from react_bench.prompts import PromptSpec
 from react_bench.record import ExampleRecord, RunMetrics
 from react_bench.redact import redacted, route_signature
-from react_bench.reflexion import TRIAL_LOG, TrialLog
 from react_bench.results import summarize
 from react_bench.runconfig import MAX_CONCURRENCY, RunConfig
 from react_bench.runners.common import DELTAS

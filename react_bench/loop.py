@@ -8,7 +8,7 @@ Rules (DESIGN section 3):
   episode early, except a model failure (``ModelError``), reported as reason ``error``.
 - A step cap is mandatory. At the cap, ``on_limit`` decides: ``give_up`` (the paper: an empty
   answer) or ``wrap_up`` (one more call without tools, told that the steps are used up).
-  Handing the example to another mode (ReAct -> CoT-SC) is the mode's business (``modes.py``),
+  Handing the example to another mode (ReAct -> CoT-SC) is the mode's business (``methods/core.py``),
   not the loop's: the loop ends with reason ``step_limit`` and the mode decides.
 - A tool that raises, and a call whose input the model garbled (``ToolCall.input_error``),
   are results with ``is_error=True``; the episode goes on. A turn with duplicate call ids

@@ -28,14 +28,14 @@ from typing import Any, Literal, cast, get_args
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError, check_known, settings_of
-from react_bench.lats import LatsConfig
 from react_bench.loop import LoopConfig
+from react_bench.methods.core import MODE_SPECS, SolveSettings, parse_mode
+from react_bench.methods.lats import LatsConfig
+from react_bench.methods.reflexion import ReflexionConfig
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec, provider_config_class, route_of
-from react_bench.modes import MODE_SPECS, SolveSettings, parse_mode
 from react_bench.redact import signed_here, without_userinfo
-from react_bench.reflexion import ReflexionConfig
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.settings import SECTIONS, SETTINGS, default
 from react_bench.tasks import TASKS, task_info
@@ -202,7 +202,7 @@ def _task_config(cfg: Mapping[str, Any], model: ModelSpec) -> TaskConfig:
 
 
 def _check_mode(mode: str, info: TaskInfo) -> None:
-    from react_bench.modes import MODE_SPECS
+    from react_bench.methods.core import MODE_SPECS
 
     spec = MODE_SPECS.get(mode)
     if spec is None:

@@ -30,8 +30,8 @@ SECTIONS = {
     "webshop": "task=webshop",
     "alfworld": "task=alfworld",
     "prompt": "",
-    "reflexion": "mode=reflexion (react_bench/reflexion.py)",
-    "lats": "mode=lats (react_bench/lats.py: where each default comes from)",
+    "reflexion": "mode=reflexion (react_bench/methods/reflexion.py)",
+    "lats": "mode=lats (react_bench/methods/lats.py: where each default comes from)",
     "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
 }
 

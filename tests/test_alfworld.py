@@ -28,7 +28,7 @@ from react_bench.episode import build_prompts, not_the_papers
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import DataError, TaskConfig
 from react_bench.tasks.alfworld import INSTRUCTION, KINDS, AlfworldConfig, AlfworldTask, generated_split

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from react_bench.evaluate import evaluate
+from react_bench.methods.core import SolveSettings
 from react_bench.models.capabilities import calls_cost_usd
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config

@@ -9,8 +9,8 @@ import pytest
 from react_bench.context import ContextConfig
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.loop import LoopConfig
+from react_bench.methods.core import Solver, SolveSettings
 from react_bench.models.base import NoServer, ThinkingConfig
-from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from tests.support import PROMPTS, compare_py, eval_py, records, run_dir_of
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from react_bench.evaluate import evaluate
+from react_bench.methods.core import SolveSettings
 from react_bench.metrics import pass_at_k, pass_hat_k
-from react_bench.modes import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, task_info

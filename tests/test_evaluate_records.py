@@ -8,7 +8,7 @@ import json
 import pytest
 
 from react_bench.evaluate import evaluate
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, load_task
 

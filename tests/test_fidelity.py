@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from react_bench.episode import build_prompts
-from react_bench.modes import Solver, SolveSettings
+from react_bench.methods.core import Solver, SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import PAPER500, TaskConfig, load_task
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from react_bench.evaluate import evaluate
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, RawStream, Reply, claude_model_config

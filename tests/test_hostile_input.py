@@ -238,7 +238,7 @@ async def test_a_batch_result_the_run_did_not_send_is_never_a_file(
     import io
 
     from react_bench.evaluate import evaluate
-    from react_bench.modes import SolveSettings
+    from react_bench.methods.core import SolveSettings
     from react_bench.runconfig import RunConfig
     from react_bench.tasks import TaskConfig
     from react_bench.testing.messages_server import Reply, claude_model_config
@@ -398,8 +398,8 @@ async def test_an_answer_past_the_size_cap_is_cut_off_and_recorded(tmp_path: Pat
     import io
 
     from react_bench.evaluate import evaluate
+    from react_bench.methods.core import SolveSettings
     from react_bench.models.collector import MAX_RESPONSE_CHARS
-    from react_bench.modes import SolveSettings
     from react_bench.runconfig import RunConfig
     from react_bench.tasks import TaskConfig
     from react_bench.testing.openai_server import model_config

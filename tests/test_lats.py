@@ -1,4 +1,4 @@
-"""mode=lats (lats.py): tree search over ReAct steps against the Messages API stand-in.
+"""mode=lats (methods/lats.py): tree search over ReAct steps against the Messages API stand-in.
 
 ``Brancher`` answers from the request body and how often that body was asked: the samples of
 one step differ (the k-th sample of a prompt is its k-th variant), so a node has several
@@ -21,8 +21,8 @@ import pytest
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.events import SearchIteration
-from react_bench.lats import LatsConfig, parse_value
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
+from react_bench.methods.lats import LatsConfig, parse_value
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config
@@ -360,7 +360,7 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
     frontier.md and frontier.png with the frontier marked and LATS's published figure on its row,
     report.html with the frontier and the search trees; the inspection notebook draws a tree."""
 
-    from react_bench.reflexion import ReflexionConfig
+    from react_bench.methods.reflexion import ReflexionConfig
     from tests.support import compare_py, run_notebook
 
     n = 3
@@ -417,7 +417,7 @@ async def test_a_nodes_environment_is_rebuilt_by_replaying_its_actions() -> None
     """``Replayer``: a fresh environment, reset and the node's actions replayed, is where the node
     was (the environment's state is its history); the last ones stepped are reused, the rest closed."""
     from react_bench.environment import Action, Example, Observation
-    from react_bench.lats import Node, Replayer
+    from react_bench.methods.lats import Node, Replayer
 
     made: list[Any] = []
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
+from react_bench.methods.core import MODE_SPECS, MODES, Solver, SolveSettings
 from react_bench.models.base import ModelCapabilities
-from react_bench.modes import MODE_SPECS, MODES, Solver, SolveSettings
 from tests.support import PROMPTS
 
 EXPECTED_KEYS = {

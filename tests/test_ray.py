@@ -25,7 +25,7 @@ import pytest
 
 from react_bench.evaluate import evaluate
 from react_bench.events import RunProgress
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RaySettings, RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, claude_model_config

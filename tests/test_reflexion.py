@@ -20,8 +20,8 @@ from react_bench.environment import Action, Example, Observation
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
-from react_bench.modes import SolveSettings
-from react_bench.reflexion import Halting, ReflexionConfig, memory_text, reflection_prompt, verdict_of
+from react_bench.methods.core import SolveSettings
+from react_bench.methods.reflexion import Halting, ReflexionConfig, memory_text, reflection_prompt, verdict_of
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, task_info

@@ -17,7 +17,7 @@ import pytest
 
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, task_info

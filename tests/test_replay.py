@@ -8,9 +8,9 @@ import pytest
 
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.errors import ConfigError
+from react_bench.methods.core import Solver, SolveSettings
 from react_bench.models.base import ModelCapabilities
 from react_bench.models.replay import RecordingModel, ReplayModel, cassette_line, example_scope, load_cassette
-from react_bench.modes import Solver, SolveSettings
 from react_bench.types import ModelResponse, StopReason, TextBlock, ThinkingBlock, ToolUseBlock
 from tests.support import PROMPTS
 

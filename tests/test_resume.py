@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from react_bench.evaluate import evaluate
+from react_bench.methods.core import SolveSettings
 from react_bench.models.replay import load_cassette
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 

@@ -14,8 +14,8 @@ import pytest
 
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
 from react_bench.loop import LoopConfig
+from react_bench.methods.core import Solver, SolveSettings, majority_vote
 from react_bench.models.base import ModelCapabilities
-from react_bench.modes import Solver, SolveSettings, majority_vote
 from react_bench.types import ModelResponse, StopReason, TextBlock, ToolResultBlock, ToolUseBlock
 from tests.support import PROMPTS
 

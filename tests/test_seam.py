@@ -21,8 +21,8 @@ from react_bench.environment import UNPARSED, Action, Example, Observation, stri
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
+from react_bench.methods.core import MODE_SPECS, SolveSettings
 from react_bench.models.base import ToolSpec
-from react_bench.modes import MODE_SPECS, SolveSettings
 from react_bench.prompts import PromptSpec
 from react_bench.runconfig import RunConfig
 from react_bench.runners.formats import LineFormat, NumberedFormat, bracket_grammar

@@ -1,7 +1,7 @@
 """The shape of the package, read from its imports (every import, lazy ones included).
 
-- The loop, the runners and the modes know no task and no environment: nothing under
-  ``runners/``, nor ``loop.py`` or ``modes.py``, imports ``react_bench.envs`` or ``react_bench.tasks``.
+- The loop, the runners and the methods know no task and no environment: nothing under
+  ``runners/`` or ``methods/``, nor ``loop.py``, imports ``react_bench.envs`` or ``react_bench.tasks``.
 - The import graph between the package's modules has no cycle.
 - The stand-ins for tests (``react_bench.testing``) are imported by nothing else of the package:
   what a run needs (the project's own WebShop server) lives beside its environment.
@@ -49,8 +49,10 @@ def _imports(path: Path) -> set[str]:
 GRAPH = {module: _imports(path) for module, path in MODULES.items()}
 
 
-def test_the_loop_the_runners_and_the_modes_know_no_task_and_no_environment() -> None:
-    core = [m for m in GRAPH if m.startswith("react_bench.runners") or m in ("react_bench.loop", "react_bench.modes")]
+def test_the_loop_the_runners_and_the_methods_know_no_task_and_no_environment() -> None:
+    core = [
+        m for m in GRAPH if m.startswith("react_bench.runners") or m in ("react_bench.loop", "react_bench.methods.core")
+    ]
     assert len(core) >= 6
     for module in core:
         bad = sorted(i for i in GRAPH[module] if i.startswith(("react_bench.envs", "react_bench.tasks")))
@@ -96,7 +98,7 @@ def test_scripts_hold_no_benchmark() -> None:
 
 def test_the_run_record_is_a_ground_floor() -> None:
     assert GRAPH["react_bench.record"] <= {"react_bench.types"}, GRAPH["react_bench.record"]
-    readers = ("react_bench.results", "react_bench.evaluate", "react_bench.modes", "react_bench.console")
+    readers = ("react_bench.results", "react_bench.evaluate", "react_bench.methods.core", "react_bench.console")
     assert all("react_bench.record" in GRAPH[m] for m in readers)
 
 

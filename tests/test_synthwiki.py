@@ -16,8 +16,8 @@ import pytest
 
 from react_bench.envs.wiki import generate as synthwiki
 from react_bench.evaluate import evaluate
+from react_bench.methods.core import SolveSettings
 from react_bench.metrics import normalize_answer
-from react_bench.modes import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, Reply, claude_model_config

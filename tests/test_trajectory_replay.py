@@ -14,7 +14,7 @@ from react_bench.environment import Example
 from react_bench.episode import build_solver, env_config
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.record import ExampleRecord
 from react_bench.results import iter_example_records
 from react_bench.runconfig import RunConfig

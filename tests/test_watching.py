@@ -11,7 +11,7 @@ from pathlib import Path
 
 from react_bench.evaluate import evaluate
 from react_bench.events import AgentEvent, RunProgress, ToolExecutionFinished
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.testing.messages_server import MessagesServer, claude_model_config

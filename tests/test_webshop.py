@@ -25,7 +25,7 @@ from react_bench.envs.webshop.render import render
 from react_bench.envs.webshop.reward import fallback_nouns, reward
 from react_bench.envs.webshop.server import WebShopServer
 from react_bench.evaluate import evaluate
-from react_bench.modes import SolveSettings
+from react_bench.methods.core import SolveSettings
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig
 from react_bench.types import ModelResponse, StopReason, TextBlock, ToolUseBlock
@@ -421,7 +421,7 @@ async def test_a_server_that_is_down_is_one_clear_error(scripted: Any, small: Ca
         )
     assert not (tmp_path / "webshop").exists()  # nothing written
     # an episode whose server goes away: the example ends with reason error (re-runnable)
-    from react_bench.modes import Solver
+    from react_bench.methods.core import Solver
 
     task = WebShopTask()
     solver = Solver(

@@ -26,11 +26,11 @@ from react_bench.events import (
     ToolCalled,
     event_to_dict,
 )
+from react_bench.methods.core import SolveSettings
 from react_bench.metrics import _bootstrap_means
 from react_bench.models.base import generate
 from react_bench.models.replay import RecordingModel, example_scope
 from react_bench.models.retrying import RetryingModel
-from react_bench.modes import SolveSettings
 from react_bench.results import read_records, summarize
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, load_task

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TextIO
 
 from react_bench.executors.base import Executor
+from react_bench.methods.core import Solver
 from react_bench.models import ModelStack
-from react_bench.modes import Solver
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example
 

@@ -15,9 +15,9 @@ from react_bench.estimate import rounds
 from react_bench.events import AgentEvent
 from react_bench.executors.base import Price
 from react_bench.executors.rounds import BATCH_LANES, RoundBatcher, batch_client
+from react_bench.methods.core import Solver
 from react_bench.models import ModelStack
 from react_bench.models.base import endpoint_host
-from react_bench.modes import Solver
 from react_bench.tasks import Example
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from react_bench.episode import Solved, solve_example
 from react_bench.events import AgentEvent
 from react_bench.executors.base import Plain
-from react_bench.modes import Solver
+from react_bench.methods.core import Solver
 from react_bench.tasks import Example
 
 

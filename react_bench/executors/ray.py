@@ -43,8 +43,8 @@ from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
 from react_bench.executors.base import Plain
+from react_bench.methods.core import MODE_SPECS, Outcome
 from react_bench.models.counting import Counts
-from react_bench.modes import MODE_SPECS, Outcome
 from react_bench.redact import secret_name
 from react_bench.runconfig import MAX_CONCURRENCY, RaySettings, RunConfig
 from react_bench.tasks import Example, load_task

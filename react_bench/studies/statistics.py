@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from react_bench.modes import majority_vote
+from react_bench.methods.core import majority_vote
 from react_bench.record import ExampleRecord
 from react_bench.results import iter_example_records
 from react_bench.studies.runs import run_label

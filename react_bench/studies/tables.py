@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from react_bench.lats import LATS_PAPER
-from react_bench.modes import MODES
-from react_bench.reflexion import REFLEXION_PAPER
+from react_bench.methods.core import MODES
+from react_bench.methods.lats import LATS_PAPER
+from react_bench.methods.reflexion import REFLEXION_PAPER
 from react_bench.studies.runs import money
 from react_bench.tasks import TASKS, task_info
 

@@ -53,16 +53,9 @@ from react_bench.events import (
     TrialStarted,
     event_to_dict,
 )
-from react_bench.lats import LatsConfig, TreeSearch
 from react_bench.loop import EpisodeResult, LoopConfig, PolicyError, run_episode, run_to_end
-from react_bench.metrics import normalize_answer
-from react_bench.models.base import ModelClient, ModelError, ModelRequest, ThinkingConfig, ToolSpec
-from react_bench.models.capabilities import calls_cost_usd
-from react_bench.models.collector import StreamProtocolError
-from react_bench.models.replay import current_calls
-from react_bench.prompts import PromptSpec
-from react_bench.record import Episode, Trial, Vote
-from react_bench.reflexion import (
+from react_bench.methods.lats import LatsConfig, TreeSearch
+from react_bench.methods.reflexion import (
     JUDGE_PROMPT,
     Halting,
     ReflexionConfig,
@@ -74,6 +67,13 @@ from react_bench.reflexion import (
     reflection_parts,
     verdict_of,
 )
+from react_bench.metrics import normalize_answer
+from react_bench.models.base import ModelClient, ModelError, ModelRequest, ThinkingConfig, ToolSpec
+from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.collector import StreamProtocolError
+from react_bench.models.replay import current_calls
+from react_bench.prompts import PromptSpec
+from react_bench.record import Episode, Trial, Vote
 from react_bench.runners.common import Completion, Sampling, StepStats, complete_text
 from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_grammar
 from react_bench.runners.parsing import ParserName
@@ -502,7 +502,7 @@ class Solver:
         return outcome
 
     async def _reflexion(self, example: Example, on_event: EventSink | None) -> Outcome:
-        """Reflexion's trials (``reflexion.py``): each a ReAct episode with the memory before the
+        """Reflexion's trials (``methods/reflexion.py``): each a ReAct episode with the memory before the
         opening, judged by the evaluator; after a failure that is not the last trial, a reflection
         joins the memory. Trials the run's log already holds (a killed run, resumed) are taken from
         it, their calls put back first in the example's recording, and the next trial runs."""
