@@ -168,6 +168,9 @@ def test_value_replies_are_read_as_lats_reads_them() -> None:
     assert parse_value(" Sound.\nScore: 7") == 0.7 and parse_value("Score: 10") == 1.0
     assert parse_value("the correctness score is 3") == 0.3 and parse_value("no idea") is None
     assert parse_value("Score: 0") is None and parse_value("2 pages read, Score: 9") == 0.9
+    # a reply with no score (cut at the token cap or the stop) is unparsed, never a stray number
+    assert parse_value("The trajectory searched step 2 and found") is None
+    assert parse_value("Score: 0. Step 3 was right") is None and parse_value("Score:") is None
 
 
 def test_lats_is_refused_where_it_cannot_run_in_one_line() -> None:

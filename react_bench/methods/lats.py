@@ -155,16 +155,16 @@ _NUMBER = re.compile(r"(?<!\d)\d{1,2}(?!\d)")  # linear: no nested repeats (test
 
 
 def parse_value(text: str) -> float | None:
-    """A value reply's score, 1..10 divided by 10: the first such number after its last "score"
-    (``Score: 7`` -> 0.7), else the last one it names; None when it names none (LATS's code then
-    takes -1)."""
+    """A value reply's score, 1..10 divided by 10: the number right after its last "score"
+    (``Score: 7`` -> 0.7, "the correctness score is 3" -> 0.3). None when there is no "score", no
+    number after it, or one outside 1..10 (a reply cut at the token cap or the stop): it counts as
+    unparsed (LATS's code then takes -1), never read from a stray number elsewhere in the text."""
     at = text.lower().rfind("score")
-    after = [int(n) for n in _NUMBER.findall(text, at)] if at >= 0 else []
-    scores = [n for n in after if 1 <= n <= 10]
-    if scores:
-        return scores[0] / 10
-    every = [n for n in (int(m) for m in _NUMBER.findall(text)) if 1 <= n <= 10]
-    return every[-1] / 10 if every else None
+    if at < 0:
+        return None
+    first = _NUMBER.search(text, at)
+    value = int(first.group()) if first is not None else 0
+    return value / 10 if 1 <= value <= 10 else None
 
 
 def value_parts(prompt: PromptSpec, trajectory: str, failed: Sequence[tuple[str, str]]) -> list[str]:
