@@ -249,7 +249,7 @@ async def test_oracle_feedback_is_marked_in_the_run_its_metrics_and_tables(tmp_p
     assert "ORACLE FEEDBACK" not in format_table(honest.summary, task_info("hotpotqa"))
     grid, _ = table1(load_runs([oracle.run_dir]))
     row = grid[grid["mode"] == "lats"].iloc[0]
-    assert "oracle feedback" in row["HotpotQA EM"] and "EM 71" in row["HotpotQA EM LATS paper"]
+    assert "oracle feedback" in row["HotpotQA EM"] and "LATS (ReAct) EM 63" in row["HotpotQA EM LATS paper"]
     grid, _ = table1(load_runs([honest.run_dir]))
     assert "oracle feedback" not in grid[grid["mode"] == "lats"].iloc[0]["HotpotQA EM"]
 
@@ -385,7 +385,8 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
     md = (out / "frontier.md").read_text()
     rows = {line.split(" |")[0].strip("| ").split("/")[0]: line for line in md.splitlines() if "/text (" in line}
     assert set(rows) == set(modes) and "## hotpotqa (dollars per example)" in md
-    assert "EM 71 (gpt-3.5" in rows["lats"] and "text-davinci-003 30 -> 55" in rows["reflexion"]
+    assert "LATS (ReAct) EM 63 (k=50, oracle feedback" in rows["lats"]
+    assert "text-davinci-003 30 -> 55" in rows["reflexion"]
     assert any("| yes |" in line for line in rows.values()) and (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
     report = (out / "report.html").read_text()
     assert "Pareto frontier" in report and "search tree:" in report

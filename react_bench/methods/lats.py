@@ -91,10 +91,12 @@ from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
 
 Feedback = Literal["honest", "oracle"]
 FEEDBACKS: tuple[str, ...] = get_args(Feedback)
-# LATS's published figures (Zhou et al., 2024; the project page's results table), gpt-3.5
+# LATS's published figures for what mode=lats runs, LATS (ReAct) (Zhou et al., ICML 2024, arXiv
+# 2310.04406 v3), gpt-3.5. HotpotQA: 0.63 at k=50 (0.61 in v2), with the gold answer's EM as the
+# terminal reward (oracle feedback); 0.71 is LATS (CoT+ReAct), a variant the official code lacks.
 LATS_PAPER: dict[str, str] = {
-    "hotpotqa": "EM 71 (gpt-3.5; oracle feedback: the search stopped on the gold answer)",
-    "webshop": "score 75.9 (gpt-3.5)",
+    "hotpotqa": "LATS (ReAct) EM 63 (k=50, oracle feedback: the gold answer ended the search; 100 questions, gpt-3.5)",
+    "webshop": "score 75.9 / SR 38 (k=30, 50 instructions, gpt-3.5)",
 }
 
 
