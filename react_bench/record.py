@@ -521,6 +521,12 @@ def _json(key: str = "", *, omit: Callable[[Any], bool] | None = None, layout: s
     return {"json": key, "omit": omit, "layout": layout}
 
 
+def _place(f: Any) -> tuple[str, Callable[[Any], bool] | None, str]:
+    """A ``RunMetrics`` field's key in metrics.json (its name unless ``_json`` says otherwise), when
+    it is left out, and its layout."""
+    return f.metadata.get("json") or f.name, f.metadata.get("omit"), f.metadata.get("layout", "")
+
+
 def _when_none(name: str) -> Callable[[Any], bool]:
     return lambda metrics: getattr(metrics, name) is None
 
@@ -618,10 +624,10 @@ class RunMetrics:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for f in fields(self):
-            meta, value = f.metadata.get("json") is not None and f.metadata, getattr(self, f.name)
-            if meta and meta["omit"] is not None and meta["omit"](self):
+            key, omit, layout = _place(f)
+            value = getattr(self, f.name)
+            if omit is not None and omit(self):
                 continue
-            layout = meta and meta["layout"]
             if layout == "by_metric":
                 out.update({name: score.to_dict() for name, score in value.items()})
                 continue
@@ -630,7 +636,7 @@ class RunMetrics:
                     key: {v: {"n": g.n, self.primary_metric: g.mean, "ci95": list(g.ci95)} for v, g in groups.items()}
                     for key, groups in value.items()
                 }
-            *parents, last = ((meta and meta["json"]) or f.name).split(".")
+            *parents, last = key.split(".")
             place = out
             for parent in parents:
                 place = place.setdefault(parent, {})
@@ -643,14 +649,13 @@ class RunMetrics:
         primary = str(data.get("primary_metric") or "")
         values: dict[str, Any] = {}
         for f in fields(RunMetrics):
-            meta = f.metadata if f.metadata.get("json") is not None else None
-            layout = meta and meta["layout"]
+            key, _, layout = _place(f)
             if layout == "by_metric":
                 names = data.get("metrics") or ()
                 values[f.name] = {n: Score.from_dict(data[n]) for n in names if isinstance(data.get(n), Mapping)}
                 continue
             raw: Any = data
-            for part in ((meta and meta["json"]) or f.name).split("."):
+            for part in key.split("."):
                 raw = raw.get(part) if isinstance(raw, Mapping) else None
             if layout == "by_group":
                 values[f.name] = {

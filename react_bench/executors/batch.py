@@ -14,7 +14,7 @@ from react_bench.errors import ConfigError
 from react_bench.estimate import rounds
 from react_bench.events import AgentEvent
 from react_bench.executors.base import Price
-from react_bench.executors.rounds import BATCH_LANES, RoundBatcher, batch_client
+from react_bench.executors.rounds import BATCH_LANES, RoundBatcher, batch_client, batch_response_ids
 from react_bench.methods.core import Solver
 from react_bench.models import ModelStack
 from react_bench.models.base import endpoint_host
@@ -67,8 +67,6 @@ class BatchExecutor:
             self.batcher.say = write  # the rounds' lines above the bar
 
     def batched_ids(self, run_dir: Path) -> set[str]:
-        from react_bench.executors.rounds import batch_response_ids
-
         # the set the rounds add to as responses come (the earlier sessions' read from the folder)
         return self.batcher.batched if self.batcher is not None else batch_response_ids(run_dir)
 
