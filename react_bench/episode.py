@@ -20,9 +20,8 @@ from typing import Any
 from react_bench.environment import EnvFactory
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
-from react_bench.methods.core import MODE_SPECS, Outcome, Solver
-from react_bench.methods.lats import LatsConfig, value_prompt
-from react_bench.methods.reflexion import ReflexionConfig, reflection_prompt
+from react_bench.methods.core import Outcome, Solver
+from react_bench.methods.registry import get_method
 from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
@@ -73,8 +72,9 @@ def text_shots(cfg: RunConfig) -> int | None:
 
 def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptSpec]:
     task = task if task is not None else load_task(cfg.task.name)
-    keys = MODE_SPECS[cfg.solve.mode].prompt_keys(cfg.solve.runner)
-    foreign_keys = [k for k in keys if k in ("react", "act", "cot", "standard", "react_im")]
+    method = get_method(cfg.solve.mode)
+    keys = method.spec.prompt_keys(cfg.solve.runner)
+    foreign_keys = [k for k in keys if k in method.spec.prompt_keys("text")]  # prompt.file: text exemplars
     if cfg.prompt_file is not None and len(foreign_keys) > 1:
         raise ConfigError(f"prompt.file gives one prompt; mode {cfg.solve.mode} needs {list(keys)}")
     instruction = None
@@ -94,11 +94,7 @@ def build_prompts(cfg: RunConfig, task: Task | None = None) -> dict[str, PromptS
     if shots is not None:
         starts = task.text_format().exemplar_starts
         prompts = {key: with_shots(prompt, shots, starts) for key, prompt in prompts.items()}
-    spec = MODE_SPECS[cfg.solve.mode]
-    if spec.trials or spec.tree:  # Reflexion, LATS: the reflection prompt (in the fingerprint as the others)
-        prompts["reflexion"] = reflection_prompt(task.info.name)
-    if spec.tree:  # LATS: the value function's prompt
-        prompts["lats"] = value_prompt(task.info.name)
+    prompts.update(method.extra_prompts(task.info.name))  # (a reflection's, a value's: in the fingerprint too)
     return prompts
 
 
@@ -144,31 +140,23 @@ def build_solver(
     cfg: RunConfig, task: Task, env: Any, model: Any
 ) -> tuple[dict[str, PromptSpec], EnvFactory | None, Solver]:
     """The prompts, the environment factory (None for the modes that need none) and the solver."""
-    MODE_SPECS[cfg.solve.mode].check(cfg.solve.mode, task.info.name, cfg.solve.runner)  # a config built in code too
+    method = get_method(cfg.solve.mode)  # (its settings were settled and checked with the config)
     prompts = build_prompts(cfg, task)
-    env_factory = task.environment(cfg.task, env) if MODE_SPECS[cfg.solve.mode].needs_env else None
-    grade, judge, solve = None, None, cfg.solve
-    spec = MODE_SPECS[cfg.solve.mode]
-    if spec.trials or spec.tree:
-        primary = task.info.primary_metric
+    env_factory = task.environment(cfg.task, env) if method.spec.needs_env else None
+    primary = task.info.primary_metric
 
-        def grade(example: Example, outcome: Outcome) -> bool:
-            return task.score(outcome.prediction, example.gold, outcome.reward)[primary] >= 1.0
+    def grade(example: Example, outcome: Outcome) -> bool:  # the task's own score: right or not
+        return task.score(outcome.prediction, example.gold, outcome.reward)[primary] >= 1.0
 
-    if spec.tree:  # a config built in code may leave LATS's settings out: the defaults
-        solve = replace(cfg.solve, lats=(cfg.solve.lats or LatsConfig()).checked(task.info.name, task.info.answers))
-    if spec.trials:
-        info = task.info  # a config built in code may leave the evaluator to the task (auto)
-        reflexion = (cfg.solve.reflexion or ReflexionConfig()).resolved(info.name, info.answers, not info.answers)
-        solve = replace(cfg.solve, reflexion=reflexion)
-        if reflexion.evaluator == "judge" and reflexion.judge is not None:
-            judge = judge_model(reflexion.judge, cfg)
-    solver = Solver(solve, model, prompts, env_factory, task.text_format(), grade=grade, judge=judge)
+    second = method.judge(cfg.solve)
+    judge = judge_model(second, cfg) if second is not None else None
+    solver = Solver(cfg.solve, model, prompts, env_factory, task.text_format(), grade=grade, judge=judge, method=method)
     return prompts, env_factory, solver
 
 
 def judge_model(name: str, cfg: RunConfig) -> Any:
-    """``reflexion.judge=<name>``: the model of ``configs/model/<name>.yaml`` as Reflexion's judge,
+    """A method's second model (``Method.judge``, e.g. ``reflexion.judge=<name>``): the model of
+    ``configs/model/<name>.yaml``,
     with the run's request cache and recording (its calls are the example's, in the cassette)."""
     import yaml
 

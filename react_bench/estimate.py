@@ -1,16 +1,10 @@
 """What a run will cost before it runs: ``dry_run=true``, and the budget's per-example estimate.
 
-A dry run makes no model call. For every example it builds the first request of each part
-of the mode (through the policies, exactly as the run would), and estimates the rest:
-
-- calls: one for Standard / CoT, ``cot_sc_samples`` for CoT-SC, ``max_steps`` for ReAct and Act
-  (an upper bound: every episode runs to the step cap; most end sooner);
-- input tokens: the first request's (about four characters a token), growing by
-  ``max_tokens`` + 150 tokens (the step and its observation) at every later step;
-- output tokens: ``max_tokens`` per call (an upper bound);
-- with prompt caching as configured (Claude, ``prompt_caching: true``): each call reads the
-  previous call's prompt and writes what it adds; an example's first call reads the exemplars
-  when an earlier example wrote them and they reach the model's minimum cacheable length.
+A dry run makes no model call. For every example its method prices it (``Method.estimate``):
+a mode of parts builds the first request of each part through the policies, exactly as the run
+would, and estimates the rest (``methods/pricing.py``: calls to the step cap, tokens growing by
+the step and its observation, the prompt cache as configured); a method of its own prices itself
+(Reflexion: every trial and its reflection; LATS: the expected search, and its most).
 
 With ``batch=true`` it also gives the batched price (half, the shared prefix written with the
 1-hour lifetime where the model takes it) and the hours as rounds (``rounds``: the longest an
@@ -31,13 +25,12 @@ from typing import Any
 
 from react_bench.errors import ConfigError
 from react_bench.methods.core import Solver
+from react_bench.methods.pricing import Estimate, Pricing
 from react_bench.models.base import ModelClient, ModelRequest
-from react_bench.models.cache import estimate_input_tokens
 from react_bench.models.capabilities import calls_cost_usd
 from react_bench.results import read_records
 from react_bench.types import Usage
 
-OBSERVATION_TOKENS = 150
 ASSUMED_RPM = 50  # Anthropic's lowest tier, where a model config gives no requests_per_minute
 # batch=true: how long a round is taken to last in the hours a dry run gives (an assumption, said as
 # one: Anthropic says most batches end within an hour, every one within 24)
@@ -55,146 +48,20 @@ def wire_request(client: ModelClient, request: ModelRequest) -> dict[str, Any]:
     return {**arguments, **extra, "stream": True}
 
 
-@dataclass(frozen=True)
-class Estimate:
-    calls: int
-    usage: Usage  # input split as it would be billed: plain, cache writes, cache reads
-
-    def __add__(self, other: Estimate) -> Estimate:
-        return Estimate(self.calls + other.calls, self.usage + other.usage)
-
-
-def _calls(solver: Solver, part: str) -> int:
-    s = solver.settings
-    return {"standard": 1, "cot": 1, "cot_sc": s.cot_sc_samples}.get(part, s.loop.max_steps)
-
-
-def lats_expansions(solver: Solver, most: bool = False) -> list[int]:
-    """mode=lats: the depths of the expansions an example makes (``methods/lats.py``). Each iteration
-    expands a node near the root and simulates from it; the estimate takes a simulation to run to
-    half the depth cap (the answer may come anywhere between the first step and the cap), ``most``
-    to the cap, in every one of ``lats.iterations``."""
-    config = solver.settings.lats
-    assert config is not None
-    cap = solver.settings.loop.max_steps
-    if most:
-        return [d for _ in range(config.iterations) for d in range(cap)]
-    depth = max(1, -(-cap // 2))  # the first iteration from the root; the later ones from a node below it
-    return list(range(depth)) + [d for _ in range(config.iterations - 1) for d in range(min(1, depth - 1), depth)]
-
-
-def _lats_example(solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool) -> Estimate:
-    """Per expansion at depth d: ``n`` samples (the step's prompt, as ReAct's step d + 1: the
-    prompt the parent's expansion wrote read from the prompt cache, the step written) and ``n``
-    value calls (the value prompt and the trajectory), each writing half its ``max_tokens`` (an
-    expected figure, like the depth: a search is priced as it is likely to run, not at its most);
-    a reflection per ``lats.reflections``."""
-    config = solver.settings.lats
-    assert config is not None
-    request = solver.probe_requests(question)[0]
-    first, shared = estimate_input_tokens(request), _shared_prefix_tokens(request)
-    growth = solver.settings.max_tokens + OBSERVATION_TOKENS
-    value = solver.prompts["lats"]
-    reflection = solver.prompts["reflexion"]
-    value_tokens = len(value.instruction + value.exemplars) // 4 + len(question) // 4
-    total = Estimate(0, Usage())
-    for k, d in enumerate(lats_expansions(solver)):
-        tokens = first + d * growth
-        # the first sample reads the prompt its parent's expansion wrote (the exemplars, at the root)
-        # and writes its step; its siblings, the same prompt, read all of it
-        before = first + (d - 1) * growth if d else (shared if exemplars_cached or k > 0 else 0)
-        read = before if caching and before >= minimum else 0
-        out = Usage(output_tokens=solver.settings.max_tokens // 2)
-        if caching and tokens >= minimum:
-            first_sample = Usage(cache_read_input_tokens=read, cache_creation_input_tokens=tokens - read)
-            siblings = _times(Usage(cache_read_input_tokens=tokens), config.n - 1)
-        else:
-            first_sample, siblings = Usage(input_tokens=tokens), _times(Usage(input_tokens=tokens), config.n - 1)
-        samples = first_sample + siblings + _times(out, config.n)
-        values = Usage(input_tokens=value_tokens + d * growth, output_tokens=config.value_max_tokens // 2)
-        total = total + Estimate(config.n, samples) + Estimate(config.n, _times(values, config.n))
-    trajectory = growth * solver.settings.loop.max_steps
-    reflect = Usage(
-        input_tokens=len(reflection.instruction + reflection.exemplars) // 4 + trajectory,
-        output_tokens=config.reflection_max_tokens,
-    )
-    return total + Estimate(config.reflections, _times(reflect, config.reflections))
-
-
-def _times(usage: Usage, k: int) -> Usage:
-    return sum((usage for _ in range(k)), Usage())
-
-
 def estimate_example(
     solver: Solver, question: str, *, caching: bool, minimum: int, exemplars_cached: bool, long_cache: bool = False
 ) -> Estimate:
-    """``long_cache``: the prefix every example shares written with the 1-hour lifetime (batch
+    """One example, priced by its method (``Method.estimate``; ``methods/pricing.py`` for a mode of
+    parts). ``long_cache``: the prefix every example shares written with the 1-hour lifetime (batch
     rounds), at its rate."""
-    if solver.spec.tree:
-        return _lats_example(solver, question, caching=caching, minimum=minimum, exemplars_cached=exemplars_cached)
-    total = Estimate(0, Usage())
-    growth = solver.settings.max_tokens + OBSERVATION_TOKENS
-    for part, request in zip(solver.spec.parts, solver.probe_requests(question), strict=True):
-        first = estimate_input_tokens(request)
-        shared = _shared_prefix_tokens(request)
-        previous = 0
-        for k in range(_calls(solver, part)):
-            tokens = first + (k * growth if part in ("react", "act") else 0)
-            if not caching or tokens < minimum:
-                usage = Usage(input_tokens=tokens)
-            else:
-                read = previous if previous >= minimum else (shared if exemplars_cached and shared >= minimum else 0)
-                # long_cache: the shared prefix (the exemplars) is written for an hour, the rest as ever
-                long = max(0, min(shared, tokens) - read) if long_cache and shared >= minimum else 0
-                usage = Usage(
-                    cache_creation_input_tokens=tokens - read,
-                    cache_read_input_tokens=read,
-                    cache_creation_1h_input_tokens=long,
-                )
-            total = total + Estimate(1, usage + Usage(output_tokens=solver.settings.max_tokens))
-            previous = tokens
-    reflexion = solver.settings.reflexion
-    if solver.spec.trials and reflexion is not None:  # every trial to its cap, a reflection after each but the last
-        prompt = solver.prompts["reflexion"]
-        trajectory = (solver.settings.max_tokens + OBSERVATION_TOKENS) * solver.settings.loop.max_steps
-        reflect = Usage(
-            input_tokens=len(prompt.instruction + prompt.exemplars) // 4 + trajectory,
-            output_tokens=reflexion.max_tokens,
-        )
-        one = total
-        for _ in range(reflexion.trials - 1):
-            total = total + one + Estimate(1, reflect)
-    return total
-
-
-def lats_calls_at_most(solver: Solver) -> int:
-    """mode=lats: the most calls an example can make (every simulation to the cap, in every
-    iteration): per expansion ``n`` samples and ``n`` values, and the reflections."""
-    config = solver.settings.lats
-    assert config is not None
-    return 2 * config.n * len(lats_expansions(solver, most=True)) + config.reflections
+    return solver.method.estimate(solver, question, Pricing(caching, minimum, exemplars_cached, long_cache))
 
 
 def rounds(solver: Solver) -> int:
-    """``batch=true``: the most rounds an example can take, its calls one after another (every
-    episode to its step cap; CoT-SC's samples in one round; a reflection between trials)."""
-    steps = solver.settings.loop.max_steps
-    if solver.spec.tree and solver.settings.lats is not None:  # an expansion: its samples, then their values
-        return 2 * len(lats_expansions(solver, most=True)) + solver.settings.lats.reflections
-    one = sum(1 if part in ("standard", "cot", "cot_sc") else steps for part in solver.spec.parts)
-    reflexion = solver.settings.reflexion
-    if solver.spec.trials and reflexion is not None:
-        return reflexion.trials * one + reflexion.trials - 1
-    return one
-
-
-def _shared_prefix_tokens(request: ModelRequest) -> int:
-    """Tokens up to the first cache point (the exemplars every question shares)."""
-    if not request.cache_points or not request.messages:
-        return 0
-    message, block = request.cache_points[0]
-    blocks = request.messages[message].content[: block + 1]
-    return sum(len(getattr(b, "text", "")) for b in blocks) // 4
+    """``batch=true``: the most rounds an example can take, its calls one after another (its
+    method's ``rounds``: every episode to its step cap; CoT-SC's samples in one round; a
+    reflection between trials; a search's expansions)."""
+    return solver.method.rounds(solver)
 
 
 def estimate_run(

@@ -43,8 +43,7 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
 from react_bench.executors import start_executor
 from react_bench.executors.base import Executor
-from react_bench.methods.core import MODE_SPECS, Outcome, Solver
-from react_bench.methods.reflexion import TRIAL_LOG, TrialLog
+from react_bench.methods.core import METHOD_FIELDS, Outcome, Solver
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, endpoint_host, operational
@@ -202,9 +201,8 @@ class Run:
             run_dir_for(cfg, run_id),
             out,
         )
-        if MODE_SPECS[cfg.solve.mode].trials:  # Reflexion: each finished trial is logged (resumed mid-example)
-            kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
-            solver.trial_log = TrialLog(run.run_dir / TRIAL_LOG, kind)
+        kind: CassetteKind = "completions" if cfg.solve.runner == "text" else "responses"
+        solver.method.open_run(solver, run.run_dir, kind)  # its own files (Reflexion's trial log)
         if cfg.batch:
             from react_bench.executors.rounds import batch_client
 
@@ -299,7 +297,7 @@ class Run:
     def dry_run(self) -> RunResult:
         """No model call: the first request as the API would get it, and the run's estimate
         (with ``batch=true``, the batched price and hours beside the live ones)."""
-        from react_bench.estimate import ASSUMED_RPM, batch_estimate, estimate_run, lats_calls_at_most, wire_request
+        from react_bench.estimate import ASSUMED_RPM, batch_estimate, estimate_run, wire_request
 
         cfg, examples, run_dir = self.cfg, self.examples, self.run_dir
         caching, minimum = _caching(cfg)
@@ -324,8 +322,9 @@ class Run:
         }
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
         calls_said, bound_said = f"at most {estimate.calls} calls", "an upper bound: every episode to the step cap"
-        if self.solver.spec.tree:  # LATS: the expected search, and its most
-            most = len(examples) * lats_calls_at_most(self.solver)
+        expected = self.solver.method.calls_at_most(self.solver)  # the estimate is expected, not the most
+        if expected is not None:
+            most = len(examples) * expected
             summary.update(
                 calls_at_most=most,
                 calls_expected=estimate.calls,
@@ -336,7 +335,7 @@ class Run:
         lines = [
             f"dry run (no model call): {len(examples)} examples, {calls_said}, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
-            f"{u.cache_creation_input_tokens} written) and {'about' if self.solver.spec.tree else 'at most'} "
+            f"{u.cache_creation_input_tokens} written) and {'about' if expected is not None else 'at most'} "
             f"{u.output_tokens} output tokens; "
             f"estimated cost {cost_text} ({bound_said}), "
             f"{summary['hours_at_rpm']:.1f} hours at {summary['rpm']:g} requests/minute" + ("" if rpm else " (assumed)")
@@ -567,6 +566,7 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         epoch=example.epoch,
         trials=tuple(outcome.trials),
         tree=outcome.tree,
+        method=outcome.extra,
     )
 
 
@@ -576,7 +576,7 @@ def _solve_fingerprint(solve: Any) -> dict[str, Any]:
     settings = _jsonable(asdict(solve))
     if settings["loop"].get("act_at_cap") is True:
         del settings["loop"]["act_at_cap"]
-    for own in ("reflexion", "lats"):  # (the other modes: the fingerprint they always had)
+    for own in METHOD_FIELDS:  # a method's own settings: absent where it has none (as runs always had)
         if settings.get(own) is None:
             settings.pop(own, None)
     return settings

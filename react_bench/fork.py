@@ -31,6 +31,7 @@ from typing import Any
 
 from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
+from react_bench.methods.registry import find_method
 from react_bench.models.base import ModelClient, ModelLayer, ModelRequest, stream_response
 from react_bench.models.collector import response_to_events
 from react_bench.models.replay import Recorded, RecordedFailure, load_cassette
@@ -116,7 +117,9 @@ async def fork_run(parent_dir: Path, example: str, step: int, thought: str, out:
 
     parent_dir = Path(parent_dir)
     header = RunHeader.read(parent_dir)
-    if header.runner != "text" or header.mode not in ("react", "react_cot_sc"):
+    method = find_method(header.mode)  # a mode of parts whose first is ReAct on its own exemplars
+    spec = method.spec if method is not None and method.of_parts else None
+    if header.runner != "text" or spec is None or spec.first != "react" or spec.prompt is not None:
         raise ConfigError(f"a fork edits a ReAct thought of the text runner; this run is {header.mode}/{header.runner}")
     record = _parent_record(parent_dir, example)
     if not 1 <= step < record.steps:

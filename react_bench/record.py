@@ -231,6 +231,8 @@ class ExampleRecord:
     epoch: int = 1  # the attempt (epochs=k: 1..k); a line per attempt
     trials: tuple[Trial, ...] = ()  # mode=reflexion: each trial in order; () every other mode
     tree: Mapping[str, Any] | None = None  # mode=lats: the search tree (lats.TreeSearch); None every other mode
+    # what any other method adds to the record (its Outcome.extra: e.g. best-of-k's candidates); None: nothing
+    method: Mapping[str, Any] | None = None
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -276,6 +278,8 @@ class ExampleRecord:
             out["trials"] = [t.to_dict() for t in self.trials]
         if self.tree is not None:
             out["tree"] = dict(self.tree)
+        if self.method is not None:
+            out["method"] = dict(self.method)
         out["record_version"] = self.version
         return out
 
@@ -317,6 +321,7 @@ class ExampleRecord:
             epoch=int(data.get("epoch") or 1),
             trials=tuple(Trial.from_dict(t) for t in data.get("trials") or ()),
             tree=data.get("tree") if isinstance(data.get("tree"), Mapping) else None,
+            method=data.get("method") if isinstance(data.get("method"), Mapping) else None,
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 
@@ -600,12 +605,18 @@ class RunMetrics:
     reflexion: TrialCurve | None = field(default=None, metadata=_json(omit=_when_none("reflexion")))
     # mode=lats: its feedback and the size of its trees
     search: SearchSummary | None = field(default=None, metadata=_json("lats", omit=_when_none("search")))
+    # what any other method adds to the summary (Method.summarize), as plain JSON; "oracle_feedback": true
+    # where the gold answer steered it
+    method: Mapping[str, Any] | None = field(default=None, metadata=_json(omit=_when_none("method")))
 
     @property
     def oracle_feedback(self) -> bool:
-        """Whether the gold answer steered the run (Reflexion's oracle evaluator, LATS's oracle feedback)."""
+        """Whether the gold answer steered the run (Reflexion's oracle evaluator, LATS's oracle feedback,
+        another method's ``oracle_feedback``)."""
         return bool(
-            (self.reflexion and self.reflexion.oracle_feedback) or (self.search and self.search.oracle_feedback)
+            (self.reflexion and self.reflexion.oracle_feedback)
+            or (self.search and self.search.oracle_feedback)
+            or (self.method and self.method.get("oracle_feedback"))
         )
 
     @property

@@ -19,8 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.registry import find_method
 from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
-from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, SearchSummary, TrialCurve
+from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, TrialCurve
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -157,54 +158,15 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         epochs=run.epochs,
         pass_at=_repeated(records, run.epochs, pass_at_k),
         pass_hat=_repeated(records, run.epochs, pass_hat_k),
-        reflexion=trial_curve(records, run),
-        search=search_summary(records, run),
+        **method_summary(records, run),
     )
 
 
-def search_summary(records: list[ExampleRecord], run: RunHeader) -> SearchSummary | None:
-    """A LATS run's feedback and tree sizes (``record.SearchSummary``); None for every other mode."""
-    solve = run.config.get("solve") or {}
-    if solve.get("mode") != "lats":
-        return None
-    trees = [r.tree for r in records if r.tree is not None]
-    n = len(trees) or 1
-    return SearchSummary(
-        feedback=str((solve.get("lats") or {}).get("feedback") or "honest"),
-        mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
-        mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
-        mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
-        replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
-    )
-
-
-def trial_curve(records: list[ExampleRecord], run: RunHeader) -> TrialCurve | None:
-    """A Reflexion run's learning curve (``record.TrialCurve``); None for every other mode."""
-    solve = run.config.get("solve") or {}
-    if solve.get("mode") != "reflexion":
-        return None
-    settings = solve.get("reflexion") or {}
-    trials = [t for r in records for t in r.trials]
-    most = max([int(settings.get("trials") or 0), *(len(r.trials) for r in records)])
-    evaluator = str(settings.get("evaluator") or next((t.evaluator for t in trials), ""))
-    curve = []
-    for t in range(1, most + 1) if records else ():  # right after trial t: right at some trial up to t
-        ci = score_ci([float(any(x.correct for x in r.trials[:t])) for r in records], seed=0)
-        curve.append(Score(ci.mean, (ci.low, ci.high), ci.method))
-    costs = [t.cost_usd for t in trials]
-    spent = [r.cost_usd for r in records]
-    solved = sum(r.correct for r in records)
-    known = None not in costs and None not in spent
-    return TrialCurve(
-        evaluator=evaluator,
-        trials=most,
-        curve=tuple(curve),
-        trials_run=len(trials),
-        reflections=sum(1 for t in trials if t.reflection),
-        halted=sum(1 for t in trials if t.halted),
-        cost_per_trial=sum(c or 0.0 for c in costs) / len(trials) if known and trials else None,
-        cost_per_success=sum(c or 0.0 for c in spent) / solved if known and solved else None,
-    )
+def method_summary(records: list[ExampleRecord], run: RunHeader) -> dict[str, Any]:
+    """What the run's method adds to its metrics (``Method.summarize``: Reflexion's learning curve,
+    LATS's search); nothing for a method this process does not have (its records load as ever)."""
+    method = find_method(run.mode)
+    return method.summarize(records, run.config.get("solve") or {}) if method is not None else {}
 
 
 def _repeated(

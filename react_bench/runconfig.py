@@ -29,9 +29,8 @@ from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError, check_known, settings_of
 from react_bench.loop import LoopConfig
-from react_bench.methods.core import MODE_SPECS, SolveSettings, parse_mode
-from react_bench.methods.lats import LatsConfig
-from react_bench.methods.reflexion import ReflexionConfig
+from react_bench.methods.core import ModeSpec, SolveSettings
+from react_bench.methods.registry import get_method, methods, settle
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec, provider_config_class, route_of
@@ -121,10 +120,12 @@ class RunConfig:
     def __post_init__(self) -> None:
         if isinstance(self.model, Mapping):
             object.__setattr__(self, "model", ModelSpec.from_mapping(self.model))
-        if self.executor == "ray" and MODE_SPECS[self.solve.mode].trials:
+        info = task_info(self.task.name)  # the method's settings made whole and checked, once
+        object.__setattr__(self, "solve", settle(self.solve, info.name, info.answers, info.protocol))
+        if self.executor == "ray" and not get_method(self.solve.mode).distributable:
             raise ConfigError(
-                "mode=reflexion with executor=ray: the trial log (resume mid-example) is written by the run's own "
-                "process; run it with executor=local"
+                f"mode={self.solve.mode} with executor=ray: it keeps files of the run in the run's own process "
+                "(e.g. a trial log to resume mid-example); run it with executor=local"
             )
 
     @staticmethod
@@ -201,33 +202,17 @@ def _task_config(cfg: Mapping[str, Any], model: ModelSpec) -> TaskConfig:
     return TaskConfig.from_mapping(values)
 
 
-def _check_mode(mode: str, info: TaskInfo) -> None:
-    from react_bench.methods.core import MODE_SPECS
-
-    spec = MODE_SPECS.get(mode)
-    if spec is None:
-        return  # SolveSettings names the unknown mode
-    if spec.needs_answers and not info.answers:  # (a mode defined for other tasks: ModeSpec.check says so)
-        fits = [m for m, s in MODE_SPECS.items() if not s.needs_answers and (not s.tasks or info.name in s.tasks)]
-        raise ConfigError(
-            f"task={info.name} does not run mode={mode} (its examples have no reference answers to give "
-            f"without acting); choose one of {', '.join(fits)}"
-        )
-
-
 def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) -> SolveSettings:
     chosen = _protocol_settings(cfg, protocol, info)
     runner = _section(cfg, "runner")
-    mode = parse_mode(str(_section(cfg, "mode").get("name", _SOLVE.mode)))
-    _check_mode(mode, info)
-    MODE_SPECS[mode].check(mode, info.name, runner.get("name", "text"))
+    group = _section(cfg, "mode")
+    method = get_method(str(group.get("name", _SOLVE.mode)))
+    own = {k: v for k, v in group.items() if k != "name" and k not in PAPER}  # (PAPER's: the protocol's)
+    options = method.parse({**cfg, "mode": own}, info.protocol)
     on_limit = chosen["on_limit"]
     if on_limit == "backoff":
-        if mode not in ("react", "react_cot_sc"):
-            raise ConfigError(
-                f"on_limit=backoff hands ReAct's unanswered examples to CoT-SC; mode={mode} has no such backoff"
-            )
-        mode, on_limit = "react_cot_sc", "give_up"
+        method, on_limit = _with_backoff(method.name, method.spec), "give_up"
+    mode = method.name
     thinking = runner.get("thinking")
     return SolveSettings(
         mode=mode,
@@ -247,17 +232,18 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         tool_max_tokens=_int(runner, "max_tokens", _SOLVE.tool_max_tokens),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
-        reflexion=_reflexion(cfg, info) if MODE_SPECS[mode].trials else None,
-        lats=LatsConfig.from_mapping(_section(cfg, "lats")).checked(info.name, info.answers)
-        if MODE_SPECS[mode].tree
-        else None,
+        **({method.settings_field: options} if method.settings_field is not None else {}),
     )
 
 
-def _reflexion(cfg: Mapping[str, Any], info: TaskInfo) -> ReflexionConfig:
-    """mode=reflexion's settings, the task's protocol under them, the evaluator made concrete."""
-    config = ReflexionConfig.from_mapping(_section(cfg, "reflexion"), info.protocol.get("reflexion") or {})
-    return config.resolved(info.name, answers=info.answers, scores_episodes=not info.answers)
+def _with_backoff(mode: str, spec: ModeSpec) -> Any:
+    """``on_limit=backoff``: the mode of parts that runs ``mode``'s first part with CoT-SC as its
+    backoff (ReAct -> ``react_cot_sc``); a mode with no such counterpart is a ConfigError."""
+    wanted = replace(spec, backoff="cot_sc")
+    for method in methods().values():
+        if method.spec == wanted and method.of_parts:
+            return method
+    raise ConfigError(f"on_limit=backoff hands ReAct's unanswered examples to CoT-SC; mode={mode} has no such backoff")
 
 
 def _task_context(context: ContextConfig, protocol: Protocol, info: TaskInfo) -> ContextConfig:

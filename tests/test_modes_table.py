@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from react_bench.envs.wiki.env import WikiEnv, wiki_format
-from react_bench.methods.core import MODE_SPECS, MODES, Solver, SolveSettings
+from react_bench.methods.core import MODE_SPECS, Solver, SolveSettings
+from react_bench.methods.registry import methods
 from react_bench.models.base import ModelCapabilities
 from tests.support import PROMPTS
 
@@ -33,7 +34,7 @@ def test_prompt_keys_of_every_mode_and_runner(mode: str, runner: str) -> None:
 
 
 def test_which_modes_need_the_environment_and_sample() -> None:
-    assert {m for m in MODES if MODE_SPECS[m].needs_env} == {
+    assert {m for m, method in methods().items() if method.spec.needs_env} == {
         "act",
         "react",
         "react_cot_sc",
@@ -42,7 +43,7 @@ def test_which_modes_need_the_environment_and_sample() -> None:
         "reflexion",
         "lats",
     }
-    assert {m for m in MODES if MODE_SPECS[m].samples} == {"cot_sc", "react_cot_sc", "cot_sc_react"}
+    assert {m for m, method in methods().items() if method.spec.samples} == {"cot_sc", "react_cot_sc", "cot_sc_react"}
 
 
 @pytest.mark.parametrize("runner", ["text", "tool_use"])

@@ -274,9 +274,7 @@ def _records(run_dir: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("runner", ["text", "tool_use"])
 # (Reflexion and LATS need exemplars of their task: tests/test_reflexion.py and tests/test_lats.py run
 # them on the real tasks)
-@pytest.mark.parametrize(
-    "mode", [m for m, spec in MODE_SPECS.items() if not spec.tasks and not spec.trials and not spec.tree]
-)
+@pytest.mark.parametrize("mode", [m for m, spec in MODE_SPECS.items() if not spec.tasks])
 async def test_every_mode_and_runner_on_a_task_defined_in_the_tests(
     toy_tasks: None, scripted: Any, tmp_path: Path, mode: str, runner: str
 ) -> None:

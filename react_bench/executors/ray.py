@@ -43,7 +43,8 @@ from react_bench.episode import Solved, build_solver, env_config, solve_example
 from react_bench.errors import ConfigError
 from react_bench.events import AgentEvent
 from react_bench.executors.base import Plain
-from react_bench.methods.core import MODE_SPECS, Outcome
+from react_bench.methods.core import Outcome
+from react_bench.methods.registry import get_method
 from react_bench.models.counting import Counts
 from react_bench.redact import secret_name
 from react_bench.runconfig import MAX_CONCURRENCY, RaySettings, RunConfig
@@ -355,7 +356,7 @@ class WorkerPool(Plain):
             self.slots.put_nowait(actor)
             return solved
         message = f"ray: the episode's worker was lost ({'; then '.join(losses)}); retry_errors=true reruns it"
-        part = MODE_SPECS[self.cfg.solve.mode].first
+        part = get_method(self.cfg.solve.mode).spec.first
         return Solved(Outcome("", part, "error", 0, Usage(), error=message), [], Counts(), 0.0)
 
     def close(self) -> None:

@@ -39,10 +39,11 @@ Decisions written down:
 from __future__ import annotations
 
 import asyncio
-import functools
-from collections.abc import Callable, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, assert_never, cast, get_args
+from pathlib import Path
+from typing import Any, Literal, assert_never, get_args
 
 from react_bench.context import ContextConfig, ContextView, SubagentEnv
 from react_bench.environment import EnvFactory, Environment, EpisodeAbort, Example
@@ -50,28 +51,12 @@ from react_bench.errors import ConfigError
 from react_bench.events import (
     DELTAS,
     AgentEvent,
-    TrialStarted,
     event_to_dict,
 )
 from react_bench.loop import EpisodeResult, LoopConfig, PolicyError, run_episode, run_to_end
-from react_bench.methods.lats import LatsConfig, TreeSearch
-from react_bench.methods.reflexion import (
-    JUDGE_PROMPT,
-    Halting,
-    ReflexionConfig,
-    TrialLog,
-    Verdict,
-    action_text,
-    judge_verdict,
-    memory_text,
-    reflection_parts,
-    verdict_of,
-)
+from react_bench.methods.pricing import Estimate, Pricing, parts_estimate, parts_rounds
 from react_bench.metrics import normalize_answer
-from react_bench.models.base import ModelClient, ModelError, ModelRequest, ThinkingConfig, ToolSpec
-from react_bench.models.capabilities import calls_cost_usd
-from react_bench.models.collector import StreamProtocolError
-from react_bench.models.replay import current_calls
+from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
 from react_bench.record import Episode, Trial, Vote
 from react_bench.runners.common import Completion, Sampling, StepStats, complete_text
@@ -79,7 +64,7 @@ from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_gram
 from react_bench.runners.parsing import ParserName
 from react_bench.runners.text import AnswerPolicy, TextPolicy
 from react_bench.runners.tool_use import ToolUsePolicy
-from react_bench.types import Message, ModelResponse, ToolResultBlock, Usage, message_to_dict
+from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
 
 Part = Literal["standard", "cot", "cot_sc", "act", "react"]
 Runner = Literal["text", "tool_use"]
@@ -95,8 +80,7 @@ class ModeSpec:
     backoff: Part | None = None
     prompt: str | None = None  # the text runner's prompt key for the first part, in place of its own
     tasks: tuple[str, ...] = ()  # the only tasks it runs on (); () every task
-    trials: bool = False  # Reflexion: the first part runs as trials with reflections between (reflexion.py)
-    tree: bool = False  # LATS: the first part's steps are searched as a tree (lats.py)
+    text_only: str | None = None  # why it runs on the text runner only (None: both runners)
 
     def check(self, name: str, task: str, runner: Runner) -> None:
         """A mode defined for some tasks or one runner only: a clear ConfigError elsewhere."""
@@ -104,10 +88,8 @@ class ModeSpec:
             raise ConfigError(f"mode={name} is defined for task={'|'.join(self.tasks)} only, not task={task}")
         if self.prompt is not None and runner != "text":
             raise ConfigError(f"mode={name} has text exemplars only; use runner=text")
-        if self.tree and runner != "text":
-            raise ConfigError(
-                f"mode={name} samples and scores text steps (LATS's own protocol); use runner=text (lats.py)"
-            )
+        if self.text_only is not None and runner != "text":
+            raise ConfigError(f"mode={name} {self.text_only}; use runner=text")
 
     @property
     def parts(self) -> tuple[Part, ...]:
@@ -152,9 +134,9 @@ def prompt_key(part: Part, runner: Runner) -> str:
             assert_never(part)
 
 
-Mode = Literal[
-    "standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react", "react_im", "reflexion", "lats"
-]
+Mode = str  # a method's name: one the registry holds (``methods.registry``)
+# The paper's modes and its Table 3 ablation: each a ``Method`` of its parts (``methods/paper.py``
+# registers them). Reflexion, LATS and the methods after them are written in their own modules.
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -165,20 +147,11 @@ MODE_SPECS: dict[str, ModeSpec] = {
     "cot_sc_react": ModeSpec("cot_sc", backoff="react"),
     # the paper's Table 3 ablation: ReAct whose thoughts only decompose the goal and name the subgoal
     "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
-    # Shinn et al. (2023): ReAct trials, an evaluator, a reflection after each failure (reflexion.py)
-    "reflexion": ModeSpec("react", trials=True),
-    # Zhou et al. (2024): Monte Carlo tree search over ReAct steps, a model as value function (lats.py)
-    "lats": ModeSpec("react", tree=True),
 }
-MODES: tuple[str, ...] = get_args(Mode)
-assert MODES == tuple(MODE_SPECS), "Mode and MODE_SPECS name the same modes, in order"
+MODES: tuple[str, ...] = tuple(MODE_SPECS)
 
 
-def parse_mode(name: object) -> Mode:
-    """A mode's name as a ``Mode``; an unknown one is a ConfigError naming the choices."""
-    if name not in MODES:
-        raise ConfigError(f"unknown mode {name!r}; one of {', '.join(MODES)}")
-    return cast(Mode, name)
+METHOD_FIELDS = ("reflexion", "lats", "options")  # SolveSettings' fields of a method's own settings
 
 
 @dataclass(frozen=True)
@@ -198,12 +171,14 @@ class SolveSettings:
     tool_max_tokens: int = 1024
     shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
     context: ContextConfig = ContextConfig()  # what is sent of the history (context.py)
-    reflexion: ReflexionConfig | None = None  # mode=reflexion's trials, memory and evaluator (resolved)
-    lats: LatsConfig | None = None  # mode=lats's search (lats.py)
+    # A method's own settings (``Method.settle``). Reflexion's and LATS's keep the fields they had
+    # before the registry, so their runs' fingerprints and run.json read as ever; a method written
+    # since keeps its own in ``options`` (a dataclass of its module), None where it has none.
+    reflexion: Any = None  # mode=reflexion: reflexion.ReflexionConfig (resolved)
+    lats: Any = None  # mode=lats: lats.LatsConfig
+    options: Any = None
 
     def __post_init__(self) -> None:
-        if self.mode not in MODE_SPECS:
-            parse_mode(self.mode)
         if self.runner not in RUNNERS:
             raise ConfigError(f"unknown runner {self.runner!r}; one of {', '.join(RUNNERS)}")
         if self.cot_sc_samples < 1:
@@ -242,6 +217,7 @@ class Outcome:
     halted: str | None = None  # Reflexion's heuristic halt that ended the episode
     trials: list[Trial] = field(default_factory=list)  # mode=reflexion: every trial, in order
     tree: dict[str, Any] | None = None  # mode=lats: the example's search tree (lats.TreeSearch)
+    extra: dict[str, Any] | None = None  # what a method adds to the record (ExampleRecord.method)
 
 
 Grade = Callable[[Example, Outcome], bool]  # the task's own score of an outcome: right or not
@@ -259,6 +235,117 @@ def wants_backoff(part: Part, outcome: Outcome) -> bool:
             return False
         case _:
             assert_never(part)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method as everything outside ``methods/`` sees it; ``methods.registry`` holds them by name.
+
+    The base is a mode of parts (``spec``: the first part, then the backoff), which is what the
+    paper's seven modes and ReAct-IM are. A method of its own subclasses it in its own module and
+    overrides what differs: its settings (``parse``, ``settle``), prompts (``extra_prompts``), how
+    it solves an example (``solve``), what it adds to the record and the summary (``record``,
+    ``summarize``), its dry-run price (``estimate``, ``calls_at_most``), its batch rounds
+    (``rounds``) and its authors' figures (``published``). The run, the record, the studies and the
+    dry run ask these; none of them names a method.
+    """
+
+    name: str
+    spec: ModeSpec
+    about: str = ""  # one line: what it runs (eval.py --help, docs)
+    # the figures its authors published, by task, as Table 1 shows them beside a run of it
+    published: Mapping[str, str] = field(default_factory=dict)
+    published_by: str = ""  # whose figures those are: Table 1's column ("LATS paper")
+    distributable: bool = True  # whether executor=ray runs it (its state lives in the example alone)
+    settings_field: str | None = None  # the SolveSettings field its own settings live in
+
+    @property
+    def of_parts(self) -> bool:
+        """Whether it is a mode of parts as the base solves it (no solving of its own)."""
+        return type(self).solve is Method.solve
+
+    # --- settings ------------------------------------------------------------------------------
+    def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> Any:
+        """Its own settings from the composed config (``cfg``: eval.yaml's mapping, its ``mode`` group
+        included) and the task's protocol for it; None where it has none. A key of the mode group it
+        does not take is a ConfigError."""
+        extra = sorted(k for k in (cfg.get("mode") or {}) if k != "name")
+        if extra:
+            raise ConfigError(f"mode={self.name} takes no settings; got mode.{', mode.'.join(extra)}")
+        return None
+
+    def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
+        """``solve`` made whole for ``task`` (its defaults where it has none of its settings) and
+        checked, once: every run's config passes here (``RunConfig``), whether composed or built
+        in code."""
+        self.spec.check(self.name, task, solve.runner)
+        if self.settings_field is not None and getattr(solve, self.settings_field) is None:
+            solve = replace(solve, **{self.settings_field: self.parse({}, protocol)})
+        return solve
+
+    def settings_of(self, solve: SolveSettings) -> Any:
+        return getattr(solve, self.settings_field) if self.settings_field is not None else None
+
+    def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
+        """What a study's row says of a run of it beyond its name, from run.json's ``solve``
+        (e.g. ``feedback``: ``oracle`` where the gold answer steered it)."""
+        return {}
+
+    def judge(self, solve: SolveSettings) -> str | None:
+        """A second model it calls, as a ``configs/model`` name (None: the run's model only)."""
+        return None
+
+    # --- prompts -------------------------------------------------------------------------------
+    def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
+        """Prompts beyond its parts' (a reflection's, a value function's), by key; part of the
+        fingerprint as the others."""
+        return {}
+
+    # --- solving -------------------------------------------------------------------------------
+    async def solve(self, solver: Solver, example: Example, on_event: EventSink | None) -> Outcome:
+        spec = self.spec
+        first = await solver.part(spec.first, example, on_event)
+        if spec.backoff is not None and wants_backoff(spec.first, first):
+            second = await solver.part(spec.backoff, example, on_event)
+            return _merge(first, second, f"{spec.first}->{spec.backoff}")
+        return first
+
+    def open_run(self, solver: Solver, run_dir: Path, kind: str) -> None:
+        """A run of it starts in ``run_dir`` (``kind``: its cassette's, completions or responses):
+        where it keeps files of its own (Reflexion's trial log)."""
+
+    # --- the record ----------------------------------------------------------------------------
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
+        """What it adds to a run's metrics (``record.RunMetrics`` fields), from its records and
+        run.json's ``solve``."""
+        return {}
+
+    # --- the dry run and batch rounds ------------------------------------------------------------
+    def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
+        """One example's calls and tokens as the dry run and the budget price them."""
+        return parts_estimate(solver, question, pricing)
+
+    def calls_at_most(self, solver: Solver) -> int | None:
+        """The most calls an example can make where ``estimate`` gives an expected figure below it;
+        None where ``estimate`` is already the most (every episode to its cap)."""
+        return None
+
+    def rounds(self, solver: Solver) -> int:
+        """``batch=true``: the most rounds an example can take, its calls one after another."""
+        return parts_rounds(solver)
+
+
+ABOUT = {
+    "standard": "one call: exemplars of question -> answer",
+    "cot": "one call: a reasoning line, then the answer",
+    "cot_sc": "CoT samples (paper: 21 at 0.7), the majority answer",
+    "act": "actions and observations, no thoughts",
+    "react": "thoughts, actions, observations",
+    "react_cot_sc": "ReAct; CoT-SC when it gives no answer within the step cap",
+    "cot_sc_react": "CoT-SC; ReAct when the majority has fewer than n/2 votes",
+    "react_im": "ReAct with Inner-Monologue-style thoughts (the paper's Table 3 ablation)",
+}
+METHODS = tuple(Method(name, spec, ABOUT[name]) for name, spec in MODE_SPECS.items())
 
 
 def _as_example(example: Example | str) -> Example:
@@ -281,32 +368,28 @@ class Solver:
         text_format: TextFormat | None = None,
         grade: Grade | None = None,
         judge: ModelClient | None = None,
+        method: Method | None = None,
     ):
+        if method is None:  # the paper's modes by name; any other method is given (methods.registry)
+            if settings.mode not in MODE_SPECS:
+                raise ConfigError(f"mode={settings.mode}: give its Method (methods.registry.get_method)")
+            method = Method(settings.mode, MODE_SPECS[settings.mode])
+        self.method = method
         self.settings = settings
-        self.spec = MODE_SPECS[settings.mode]
+        self.spec = method.spec
         self.model = model
         self.prompts = prompts
         self.env_factory = env_factory
         self.text_format: TextFormat = text_format if text_format is not None else NumberedFormat(bracket_grammar)
-        self.grade = grade  # mode=reflexion: the task's score (the oracle's verdict, each trial's `correct`)
-        self.judge = judge if judge is not None else model  # reflexion.evaluator=judge
-        self.trial_log: TrialLog | None = None  # mode=reflexion in a run: its trials.jsonl (evaluate sets it)
+        self.grade = grade  # the task's score of an outcome (an oracle's verdict; Reflexion's `correct`)
+        self.judge = judge if judge is not None else model  # a method's second model (Method.judge)
+        self.run_state: dict[str, Any] = {}  # what a method keeps for the run (Method.open_run)
         # CoT-SC: the first sample alone, then the others at once, so that they read the prompt
         # cache the first one wrote; batch rounds send all of them in one round (False)
         self.first_sample_alone = True
 
     async def solve(self, example: Example | str, on_event: EventSink | None = None) -> Outcome:
-        example = _as_example(example)
-        spec = self.spec
-        if spec.trials:
-            return await self._reflexion(example, on_event)
-        if spec.tree:
-            return await self._lats(example, on_event)
-        first = await self._part(spec.first, example, on_event)
-        if spec.backoff is not None and wants_backoff(spec.first, first):
-            second = await self._part(spec.backoff, example, on_event)
-            return _merge(first, second, f"{spec.first}->{spec.backoff}")
-        return first
+        return await self.method.solve(self, _as_example(example), on_event)
 
     def probe_requests(self, question: str = "probe") -> list[ModelRequest]:
         """The first request of every kind this mode sends, built by the policies themselves
@@ -321,19 +404,19 @@ class Solver:
                     requests.append(self._answer_policy(question, "cot", self._sampling(0)).first_request())
                 case "act" | "react":
                     actions = self._new_env().actions() if self.env_factory is not None else ()
-                    requests.append(self._agent_policy(example, question, part, actions, probe=True).first_request())
+                    requests.append(self.agent_policy(example, question, part, actions, probe=True).first_request())
                 case _:
                     assert_never(part)
         return requests
 
-    async def _part(self, part: Part, example: Example, on_event: EventSink | None) -> Outcome:
+    async def part(self, part: Part, example: Example, on_event: EventSink | None) -> Outcome:
         match part:
             case "standard" | "cot":
                 return await self._one_call(example.question, part, on_event, self._sampling())
             case "cot_sc":
                 return await self._cot_sc(example.question, on_event)
             case "act" | "react":
-                return await self._agent(example, part, on_event)
+                return await self.agent(example, part, on_event)
             case _:
                 assert_never(part)
 
@@ -346,7 +429,7 @@ class Solver:
     def _answer_policy(self, question: str, style: Literal["cot", "standard"], sampling: Sampling) -> AnswerPolicy:
         return AnswerPolicy(self.model, self.prompts[style], question, self.text_format.label, style, sampling)
 
-    def _agent_policy(
+    def agent_policy(
         self,
         example: Example,
         first: str,
@@ -354,8 +437,10 @@ class Solver:
         actions: tuple[ToolSpec, ...],
         probe: bool = False,
         memory: str = "",
+        sampling: Sampling | None = None,
     ) -> TextPolicy | ToolUsePolicy:
         s = self.settings
+        sampling = sampling if sampling is not None else self._sampling()
         prompt = self.prompts[self.spec.key_of(style, s.runner)].for_example(example, probe)
         view = ContextView(s.context)
         if view.adds_actions:  # the instruction names the extra action
@@ -373,7 +458,7 @@ class Solver:
                 actions,
                 style,
                 s.parser,
-                self._sampling(),
+                sampling,
                 context=view,
                 last_step=last,
                 memory=memory,
@@ -408,7 +493,7 @@ class Solver:
         finally:
             env.close()
         style: Literal["react", "act"] = "act" if episode.route == "act" else "react"
-        policy = self._agent_policy(example, episode.first_observation, style, actions, memory=episode.memory)
+        policy = self.agent_policy(example, episode.first_observation, style, actions, memory=episode.memory)
         return policy.request_at(episode.messages()[: 2 * (step - 1)], step)
 
     def _new_env(self) -> Environment:
@@ -468,14 +553,17 @@ class Solver:
             stats=stats,
         )
 
-    async def _agent(
+    async def agent(
         self,
         example: Example,
         style: Literal["react", "act"],
         on_event: EventSink | None,
         memory: str = "",
-        halting: Callable[[Environment], Halting] | None = None,
+        halting: Callable[[Environment], Any] | None = None,
+        sampling: Sampling | None = None,
     ) -> Outcome:
+        """One agent episode on a fresh environment: ``memory`` before the opening, ``halting``
+        wrapping the environment (an object with ``halted``), ``sampling`` in place of the run's."""
         env: Environment = self._new_env()
         halt = None
         if halting is not None:
@@ -488,7 +576,7 @@ class Solver:
                 first = await env.reset(example)
             except EpisodeAbort as exc:  # the environment cannot serve this example now: an error, re-runnable
                 return Outcome("", style, "error", 0, Usage(), error=f"reset: {type(exc).__name__}: {exc}")
-            policy = self._agent_policy(example, first.text, style, env.actions(), memory=memory)
+            policy = self.agent_policy(example, first.text, style, env.actions(), memory=memory, sampling=sampling)
             result = await self._episode(policy, env, self.settings.loop, on_event)
         finally:
             env.close()
@@ -501,160 +589,7 @@ class Solver:
             outcome.stats.calls += subagent.calls
         return outcome
 
-    async def _reflexion(self, example: Example, on_event: EventSink | None) -> Outcome:
-        """Reflexion's trials (``methods/reflexion.py``): each a ReAct episode with the memory before the
-        opening, judged by the evaluator; after a failure that is not the last trial, a reflection
-        joins the memory. Trials the run's log already holds (a killed run, resumed) are taken from
-        it, their calls put back first in the example's recording, and the next trial runs."""
-        r = self.settings.reflexion
-        if r is None:
-            raise ConfigError("mode=reflexion needs its settings (SolveSettings.reflexion)")
-        logged = self.trial_log.trials(example) if self.trial_log is not None else []
-        calls = current_calls()
-        if calls is not None and logged:
-            calls[:0] = [c for t in logged for c in t.calls]
-        trials = [t.trial for t in logged]
-        episodes = [e for t in logged for e in t.episodes]
-        stats = StepStats(calls=sum(t.calls for t in trials))
-        reward = logged[-1].reward if logged else None
-        error = None
-        while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
-            number = len(trials) + 1
-            if on_event is not None:
-                on_event(TrialStarted(number, r.trials))
-            memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
-            start = len(calls) if calls is not None else 0
-            halting = (
-                functools.partial(Halting, max_repeats=r.max_repeats, max_actions=r.max_actions) if r.halt else None
-            )
-            outcome = await self._agent(example, "react", on_event, memory_text(memory), halting)
-            tried = [replace(e, trial=number) for e in outcome.episodes]
-            correct = self.grade(example, outcome) if self.grade is not None else False
-            extra, spent, reflection = StepStats(), outcome.usage, None
-            error = outcome.error if outcome.reason == "error" else None
-            verdict = Verdict(False, outcome.error or "", r.evaluator)
-            try:
-                if error is None:
-                    verdict, used = await self._verdict(r.evaluator, outcome, correct, tried, extra)
-                    spent += used
-                if error is None and not verdict.success and number < r.trials:
-                    reflection, used = await self._text_call(
-                        self.model,
-                        reflection_parts(self.prompts["reflexion"], self.transcript(tried), verdict.feedback, memory),
-                        "Reflection:",
-                        r.max_tokens,
-                        extra,
-                    )
-                    spent += used
-            except (ModelError, StreamProtocolError) as exc:  # the judge or the reflection failed: re-runnable
-                error = f"{type(exc).__name__}: {exc}"
-            own = calls[start:] if calls is not None else []
-            trial = Trial(
-                trial=number,
-                prediction=outcome.prediction,
-                success=verdict.success,
-                correct=correct,
-                evaluator=verdict.evaluator,
-                reason=outcome.reason,
-                steps=outcome.steps,
-                feedback=verdict.feedback,
-                halted=outcome.halted,
-                memory=memory,
-                reflection=reflection,
-                usage=spent,
-                calls=outcome.stats.calls + extra.calls,
-                cost_usd=calls_cost_usd(self.model.name, [c.usage for c in own if isinstance(c, ModelResponse)]),
-                error=error,
-            )
-            trials.append(trial)
-            episodes += tried
-            stats = stats + outcome.stats + extra
-            reward = outcome.reward
-            if error is None and self.trial_log is not None:  # an errored trial is not finished: it runs again
-                await self.trial_log.write(example, trial, tried, own, outcome.reward)
-        last = trials[-1]
-        return Outcome(
-            prediction=last.prediction,
-            route="reflexion",
-            reason="error" if error is not None else last.reason,
-            steps=sum(t.steps for t in trials),
-            usage=sum((t.usage for t in trials), Usage()),
-            error=error,
-            reward=reward,
-            episodes=episodes,
-            stats=stats,
-            halted=last.halted,
-            trials=trials,
-        )
-
-    async def _lats(self, example: Example, on_event: EventSink | None) -> Outcome:
-        """LATS's search of one example (``lats.TreeSearch``): the chosen trajectory is the
-        example's episode, scored as a ReAct episode is; the tree goes in the record."""
-        config = self.settings.lats
-        if config is None:
-            raise ConfigError("mode=lats needs its settings (SolveSettings.lats)")
-        stats = StepStats()
-        if self.env_factory is None:
-            raise ValueError("mode=lats needs an environment")
-
-        def policy(first: str, actions: tuple[ToolSpec, ...], memory: str) -> TextPolicy:
-            made = self._agent_policy(example, first, "react", actions, memory=memory)
-            assert isinstance(made, TextPolicy)  # ModeSpec.check: the text runner
-            return replace(made, stats=stats)
-
-        async def text_call(
-            parts: list[str], suffix: str, stops: tuple[str, ...], sampling: Sampling
-        ) -> tuple[str, Usage]:
-            return await self._text_call(self.model, parts, suffix, sampling.max_tokens, stats, sampling, stops)
-
-        grade = None
-        if config.oracle_feedback:
-            assert self.grade is not None
-
-            def grade(answer: str, reward: float | None) -> bool:
-                assert self.grade is not None
-                return self.grade(example, Outcome(answer, "lats", "answered", 0, Usage(), reward=reward))
-
-        search = TreeSearch(
-            config,
-            self.settings.loop.max_steps,
-            policy,
-            self.env_factory,
-            example,
-            text_call,
-            self.prompts["lats"],
-            lambda transcript, feedback: reflection_parts(self.prompts["reflexion"], transcript, feedback),
-            memory_text,
-            grade,
-            on_event,
-        )
-        found = await search.run()
-        return Outcome(
-            prediction=found.prediction,
-            route="lats",
-            reason=found.reason,
-            steps=found.steps,
-            usage=found.usage,
-            error=found.error,
-            reward=found.reward,
-            episodes=[found.episode] if found.episode is not None else [],
-            stats=stats,
-            tree=found.tree,
-        )
-
-    async def _verdict(
-        self, kind: str, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
-    ) -> tuple[Verdict, Usage]:
-        """The evaluator's verdict of a trial (a judge's costs a call; the others none)."""
-        if kind != "judge" or outcome.halted is not None or outcome.reason == "step_limit":
-            return verdict_of(
-                kind, correct, outcome.reason, outcome.prediction, outcome.reward, outcome.halted
-            ), Usage()
-        parts = [JUDGE_PROMPT, f"Attempt:\n{self.transcript(episodes).strip()}\nFinal answer: {outcome.prediction}\n"]
-        said, used = await self._text_call(self.judge, parts, "Verdict:", 10, stats)
-        return judge_verdict(said, f"judge:{self.judge.name}"), used
-
-    async def _text_call(
+    async def text_call(
         self,
         model: ModelClient,
         parts: list[str],
@@ -710,7 +645,16 @@ class Solver:
             self.env_factory,
             self.text_format,
         )
-        return await inner._agent(Example("subagent", question, ""), "react", None)
+        return await inner.agent(Example("subagent", question, ""), "react", None)
+
+
+def action_text(name: str, arguments: Mapping[str, Any]) -> str:
+    """A tool call written as a text action: ``look``, ``search[Ed Wood]``, ``f[{"a": 1, ...}]``."""
+    if not arguments:
+        return name
+    if len(arguments) == 1:
+        return f"{name}[{next(iter(arguments.values()))}]"
+    return f"{name}[{json.dumps(dict(arguments), sort_keys=True)}]"
 
 
 class _NoEnv:

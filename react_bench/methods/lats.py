@@ -80,11 +80,15 @@ from react_bench.events import (
     event_to_dict,
 )
 from react_bench.loop import Decision, ToolCall, execute_all
+from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
+from react_bench.methods.pricing import Estimate, Pricing, shared_prefix_tokens, step_growth, text_call_usage, times
+from react_bench.methods.reflexion import memory_text, reflection_parts, reflection_prompt
 from react_bench.models.base import ModelError, ToolSpec
+from react_bench.models.cache import estimate_input_tokens
 from react_bench.models.collector import StreamProtocolError
 from react_bench.prompts import PromptSpec, task_exemplars
-from react_bench.record import Episode
-from react_bench.runners.common import Sampling
+from react_bench.record import Episode, SearchSummary
+from react_bench.runners.common import Sampling, StepStats
 from react_bench.runners.text import TextPolicy
 from react_bench.settings import default
 from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
@@ -689,3 +693,164 @@ class TreeSearch:
             },
         }
         return SearchResult(prediction, reason, len(path), reward, self.usage, episode, tree, error)
+
+
+# --- the method ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lats(Method):
+    """``mode=lats`` for the registry: its settings (``lats.*``), its search on the solver, its tree
+    in the record and the summary, and its price (an expected search, and its most)."""
+
+    def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> LatsConfig:
+        super().parse(cfg, protocol)
+        return LatsConfig.from_mapping(cfg.get("lats") or {})
+
+    def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
+        solve = super().settle(solve, task, answers, protocol)
+        return replace(solve, lats=solve.lats.checked(task, answers))
+
+    def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
+        return {"feedback": str((solve.get("lats") or {}).get("feedback") or "honest")}
+
+    def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
+        return {"reflexion": reflection_prompt(task), "lats": value_prompt(task)}
+
+    async def solve(self, solver: Solver, example: Example, on_event: EventSink | None) -> Outcome:
+        """LATS's search of one example (``TreeSearch``): the chosen trajectory is the example's
+        episode, scored as a ReAct episode is; the tree goes in the record."""
+        config: LatsConfig = solver.settings.lats
+        stats = StepStats()
+        if solver.env_factory is None:
+            raise ValueError("mode=lats needs an environment")
+
+        def policy(first: str, actions: tuple[ToolSpec, ...], memory: str) -> TextPolicy:
+            made = solver.agent_policy(example, first, "react", actions, memory=memory)
+            assert isinstance(made, TextPolicy)  # ModeSpec.text_only: the text runner
+            return replace(made, stats=stats)
+
+        async def text_call(
+            parts: list[str], suffix: str, stops: tuple[str, ...], sampling: Sampling
+        ) -> tuple[str, Usage]:
+            return await solver.text_call(solver.model, parts, suffix, sampling.max_tokens, stats, sampling, stops)
+
+        grade = None
+        if config.oracle_feedback:
+            assert solver.grade is not None
+            known = solver.grade
+
+            def grade(answer: str, reward: float | None) -> bool:
+                return known(example, Outcome(answer, "lats", "answered", 0, Usage(), reward=reward))
+
+        search = TreeSearch(
+            config,
+            solver.settings.loop.max_steps,
+            policy,
+            solver.env_factory,
+            example,
+            text_call,
+            solver.prompts["lats"],
+            lambda transcript, feedback: reflection_parts(solver.prompts["reflexion"], transcript, feedback),
+            memory_text,
+            grade,
+            on_event,
+        )
+        found = await search.run()
+        return Outcome(
+            prediction=found.prediction,
+            route="lats",
+            reason=found.reason,
+            steps=found.steps,
+            usage=found.usage,
+            error=found.error,
+            reward=found.reward,
+            episodes=[found.episode] if found.episode is not None else [],
+            stats=stats,
+            tree=found.tree,
+        )
+
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
+        """The run's feedback and tree sizes (``record.SearchSummary``)."""
+        trees = [r.tree for r in records if r.tree is not None]
+        n = len(trees) or 1
+        return {
+            "search": SearchSummary(
+                feedback=self.labels(solve)["feedback"],
+                mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
+                mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
+                mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
+                replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
+            )
+        }
+
+    def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
+        """Per expansion at depth d: ``n`` samples (the step's prompt, as ReAct's step d + 1: the
+        prompt the parent's expansion wrote read from the prompt cache, the step written) and ``n``
+        value calls (the value prompt and the trajectory), each writing half its ``max_tokens`` (an
+        expected figure, like the depth: a search is priced as it is likely to run, not at its most);
+        a reflection per ``lats.reflections``."""
+        config: LatsConfig = solver.settings.lats
+        request = solver.probe_requests(question)[0]
+        first, shared = estimate_input_tokens(request), shared_prefix_tokens(request)
+        growth = step_growth(solver)
+        value = solver.prompts["lats"]
+        reflection = solver.prompts["reflexion"]
+        value_tokens = len(value.instruction + value.exemplars) // 4 + len(question) // 4
+        minimum = pricing.minimum
+        total = Estimate(0, Usage())
+        for k, d in enumerate(expansions(solver)):
+            tokens = first + d * growth
+            # the first sample reads the prompt its parent's expansion wrote (the exemplars, at the root)
+            # and writes its step; its siblings, the same prompt, read all of it
+            before = first + (d - 1) * growth if d else (shared if pricing.exemplars_cached or k > 0 else 0)
+            read = before if pricing.caching and before >= minimum else 0
+            out = Usage(output_tokens=solver.settings.max_tokens // 2)
+            if pricing.caching and tokens >= minimum:
+                first_sample = Usage(cache_read_input_tokens=read, cache_creation_input_tokens=tokens - read)
+                siblings = times(Usage(cache_read_input_tokens=tokens), config.n - 1)
+            else:
+                first_sample, siblings = Usage(input_tokens=tokens), times(Usage(input_tokens=tokens), config.n - 1)
+            samples = first_sample + siblings + times(out, config.n)
+            values = Usage(input_tokens=value_tokens + d * growth, output_tokens=config.value_max_tokens // 2)
+            total = total + Estimate(config.n, samples) + Estimate(config.n, times(values, config.n))
+        trajectory = growth * solver.settings.loop.max_steps
+        reflect = text_call_usage(
+            len(reflection.instruction + reflection.exemplars), trajectory, config.reflection_max_tokens
+        )
+        return total + Estimate(config.reflections, times(reflect, config.reflections))
+
+    def calls_at_most(self, solver: Solver) -> int:
+        """Every simulation to the cap, in every iteration: per expansion ``n`` samples and ``n``
+        values, and the reflections."""
+        config: LatsConfig = solver.settings.lats
+        return 2 * config.n * len(expansions(solver, most=True)) + config.reflections
+
+    def rounds(self, solver: Solver) -> int:
+        """An expansion: its samples, then their values."""
+        return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
+
+
+def expansions(solver: Solver, most: bool = False) -> list[int]:
+    """The depths of the expansions an example makes. Each iteration expands a node near the root
+    and simulates from it; the estimate takes a simulation to run to half the depth cap (the answer
+    may come anywhere between the first step and the cap), ``most`` to the cap, in every one of
+    ``lats.iterations``."""
+    config: LatsConfig = solver.settings.lats
+    cap = solver.settings.loop.max_steps
+    if most:
+        return [d for _ in range(config.iterations) for d in range(cap)]
+    depth = max(1, -(-cap // 2))  # the first iteration from the root; the later ones from a node below it
+    return list(range(depth)) + [d for _ in range(config.iterations - 1) for d in range(min(1, depth - 1), depth)]
+
+
+METHODS = (
+    Lats(
+        "lats",
+        ModeSpec("react", text_only="samples and scores text steps (LATS's own protocol)"),
+        "Monte Carlo tree search over ReAct steps, the model as value function (Zhou et al., 2024)",
+        published=LATS_PAPER,
+        published_by="LATS paper",
+        settings_field="lats",
+    ),
+)

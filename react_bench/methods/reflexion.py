@@ -4,7 +4,7 @@ Each example runs as up to ``reflexion.trials`` trials. A trial is one ReAct epi
 ``react`` part, through either runner) whose prompt holds the reflections of the trials before
 it. An evaluator then judges the episode. On a failure that is not the last trial, the model
 writes a reflection, and the memory keeps the last ``reflexion.memory`` of them. A success
-ends the example. The loop is ``modes.Solver._reflexion``; this module holds its pieces:
+ends the example. The loop is ``Reflexion.solve`` at the end of this module, with its pieces:
 settings, evaluators, the heuristic halt, the memory's text, the reflection prompt and the
 trial log.
 
@@ -47,6 +47,7 @@ in order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 from collections import Counter
@@ -57,13 +58,20 @@ from typing import Any, Literal, get_args
 
 from react_bench.environment import Action, Environment, Example, Observation
 from react_bench.errors import ConfigError, settings_of
-from react_bench.models.base import ToolSpec
-from react_bench.models.replay import CassetteKind, Recorded, cassette_line, recorded_from_line
+from react_bench.events import TrialStarted
+from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings, action_text
+from react_bench.methods.pricing import Estimate, Pricing, step_growth, text_call_usage
+from react_bench.metrics import score_ci
+from react_bench.models.base import ModelError, ToolSpec
+from react_bench.models.capabilities import calls_cost_usd
+from react_bench.models.collector import StreamProtocolError
+from react_bench.models.replay import CassetteKind, Recorded, cassette_line, current_calls, recorded_from_line
 from react_bench.prompts import PromptSpec, task_exemplars
-from react_bench.record import Episode, Trial
+from react_bench.record import Episode, Score, Trial, TrialCurve
 from react_bench.rundir import json_line
+from react_bench.runners.common import StepStats
 from react_bench.settings import default
-from react_bench.types import ModelResponse
+from react_bench.types import ModelResponse, Usage
 
 Evaluator = Literal["auto", "env", "oracle", "heuristic", "judge"]
 EVALUATORS: tuple[str, ...] = get_args(Evaluator)
@@ -170,15 +178,6 @@ def judge_verdict(said: str, judge: str) -> Verdict:
     upper = said.upper()
     success = "SUCCESS" in upper and "FAILURE" not in upper
     return Verdict(success, f"A judge read the trial and said {'SUCCESS' if success else 'FAILURE'}.", judge)
-
-
-def action_text(name: str, arguments: Mapping[str, Any]) -> str:
-    """A tool call written as a text action: ``look``, ``search[Ed Wood]``, ``f[{"a": 1, ...}]``."""
-    if not arguments:
-        return name
-    if len(arguments) == 1:
-        return f"{name}[{next(iter(arguments.values()))}]"
-    return f"{name}[{json.dumps(dict(arguments), sort_keys=True)}]"
 
 
 class Halting:
@@ -328,3 +327,192 @@ class TrialLog:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+
+
+# --- the method ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reflexion(Method):
+    """``mode=reflexion`` for the registry: its settings (``reflexion.*``, the task's protocol under
+    them), its trials on the solver, its trial log, its learning curve and its price."""
+
+    def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> ReflexionConfig:
+        super().parse(cfg, protocol)
+        return ReflexionConfig.from_mapping(cfg.get("reflexion") or {}, protocol.get("reflexion") or {})
+
+    def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
+        solve = super().settle(solve, task, answers, protocol)
+        return replace(solve, reflexion=solve.reflexion.resolved(task, answers, scores_episodes=not answers))
+
+    def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
+        evaluator = str((solve.get("reflexion") or {}).get("evaluator") or "")
+        return {"feedback": "oracle" if evaluator == "oracle" else "honest"}
+
+    def judge(self, solve: SolveSettings) -> str | None:
+        r = solve.reflexion
+        return r.judge if r is not None and r.evaluator == "judge" else None
+
+    def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
+        return {"reflexion": reflection_prompt(task)}
+
+    def open_run(self, solver: Solver, run_dir: Path, kind: str) -> None:
+        solver.run_state[TRIAL_LOG] = TrialLog(
+            run_dir / TRIAL_LOG, "completions" if kind == "completions" else "responses"
+        )
+
+    async def solve(self, solver: Solver, example: Example, on_event: EventSink | None) -> Outcome:
+        """Reflexion's trials: each a ReAct episode with the memory before the opening, judged by the
+        evaluator; after a failure that is not the last trial, a reflection joins the memory. Trials
+        the run's log already holds (a killed run, resumed) are taken from it, their calls put back
+        first in the example's recording, and the next trial runs."""
+        r: ReflexionConfig = solver.settings.reflexion
+        log: TrialLog | None = solver.run_state.get(TRIAL_LOG)
+        logged = log.trials(example) if log is not None else []
+        calls = current_calls()
+        if calls is not None and logged:
+            calls[:0] = [c for t in logged for c in t.calls]
+        trials = [t.trial for t in logged]
+        episodes = [e for t in logged for e in t.episodes]
+        stats = StepStats(calls=sum(t.calls for t in trials))
+        reward = logged[-1].reward if logged else None
+        error = None
+        while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
+            number = len(trials) + 1
+            if on_event is not None:
+                on_event(TrialStarted(number, r.trials))
+            memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
+            start = len(calls) if calls is not None else 0
+            halting = (
+                functools.partial(Halting, max_repeats=r.max_repeats, max_actions=r.max_actions) if r.halt else None
+            )
+            outcome = await solver.agent(example, "react", on_event, memory_text(memory), halting)
+            tried = [replace(e, trial=number) for e in outcome.episodes]
+            correct = solver.grade(example, outcome) if solver.grade is not None else False
+            extra, spent, reflection = StepStats(), outcome.usage, None
+            error = outcome.error if outcome.reason == "error" else None
+            verdict = Verdict(False, outcome.error or "", r.evaluator)
+            try:
+                if error is None:
+                    verdict, used = await _verdict(solver, r.evaluator, outcome, correct, tried, extra)
+                    spent += used
+                if error is None and not verdict.success and number < r.trials:
+                    reflection, used = await solver.text_call(
+                        solver.model,
+                        reflection_parts(
+                            solver.prompts["reflexion"], solver.transcript(tried), verdict.feedback, memory
+                        ),
+                        "Reflection:",
+                        r.max_tokens,
+                        extra,
+                    )
+                    spent += used
+            except (ModelError, StreamProtocolError) as exc:  # the judge or the reflection failed: re-runnable
+                error = f"{type(exc).__name__}: {exc}"
+            own = calls[start:] if calls is not None else []
+            trial = Trial(
+                trial=number,
+                prediction=outcome.prediction,
+                success=verdict.success,
+                correct=correct,
+                evaluator=verdict.evaluator,
+                reason=outcome.reason,
+                steps=outcome.steps,
+                feedback=verdict.feedback,
+                halted=outcome.halted,
+                memory=memory,
+                reflection=reflection,
+                usage=spent,
+                calls=outcome.stats.calls + extra.calls,
+                cost_usd=calls_cost_usd(solver.model.name, [c.usage for c in own if isinstance(c, ModelResponse)]),
+                error=error,
+            )
+            trials.append(trial)
+            episodes += tried
+            stats = stats + outcome.stats + extra
+            reward = outcome.reward
+            if error is None and log is not None:  # an errored trial is not finished: it runs again
+                await log.write(example, trial, tried, own, outcome.reward)
+        last = trials[-1]
+        return Outcome(
+            prediction=last.prediction,
+            route="reflexion",
+            reason="error" if error is not None else last.reason,
+            steps=sum(t.steps for t in trials),
+            usage=sum((t.usage for t in trials), Usage()),
+            error=error,
+            reward=reward,
+            episodes=episodes,
+            stats=stats,
+            halted=last.halted,
+            trials=trials,
+        )
+
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
+        return {"reflexion": trial_curve(records, solve)}
+
+    def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
+        """Every trial to its cap, a reflection after each but the last."""
+        r: ReflexionConfig = solver.settings.reflexion
+        one = super().estimate(solver, question, pricing)
+        prompt = solver.prompts["reflexion"]
+        trajectory = step_growth(solver) * solver.settings.loop.max_steps
+        reflect = text_call_usage(len(prompt.instruction + prompt.exemplars), trajectory, r.max_tokens)
+        total = one
+        for _ in range(r.trials - 1):
+            total = total + one + Estimate(1, reflect)
+        return total
+
+    def rounds(self, solver: Solver) -> int:
+        r: ReflexionConfig = solver.settings.reflexion
+        return r.trials * super().rounds(solver) + r.trials - 1
+
+
+async def _verdict(
+    solver: Solver, kind: str, outcome: Outcome, correct: bool, episodes: list[Episode], stats: StepStats
+) -> tuple[Verdict, Usage]:
+    """The evaluator's verdict of a trial (a judge's costs a call; the others none)."""
+    if kind != "judge" or outcome.halted is not None or outcome.reason == "step_limit":
+        return verdict_of(kind, correct, outcome.reason, outcome.prediction, outcome.reward, outcome.halted), Usage()
+    parts = [JUDGE_PROMPT, f"Attempt:\n{solver.transcript(episodes).strip()}\nFinal answer: {outcome.prediction}\n"]
+    said, used = await solver.text_call(solver.judge, parts, "Verdict:", 10, stats)
+    return judge_verdict(said, f"judge:{solver.judge.name}"), used
+
+
+def trial_curve(records: Sequence[Any], solve: Mapping[str, Any]) -> TrialCurve:
+    """A Reflexion run's learning curve (``record.TrialCurve``) from its records (``ExampleRecord``)."""
+    settings = solve.get("reflexion") or {}
+    trials = [t for r in records for t in r.trials]
+    most = max([int(settings.get("trials") or 0), *(len(r.trials) for r in records)])
+    evaluator = str(settings.get("evaluator") or next((t.evaluator for t in trials), ""))
+    curve = []
+    for t in range(1, most + 1) if records else ():  # right after trial t: right at some trial up to t
+        ci = score_ci([float(any(x.correct for x in r.trials[:t])) for r in records], seed=0)
+        curve.append(Score(ci.mean, (ci.low, ci.high), ci.method))
+    costs = [t.cost_usd for t in trials]
+    spent = [r.cost_usd for r in records]
+    solved = sum(r.correct for r in records)
+    known = None not in costs and None not in spent
+    return TrialCurve(
+        evaluator=evaluator,
+        trials=most,
+        curve=tuple(curve),
+        trials_run=len(trials),
+        reflections=sum(1 for t in trials if t.reflection),
+        halted=sum(1 for t in trials if t.halted),
+        cost_per_trial=sum(c or 0.0 for c in costs) / len(trials) if known and trials else None,
+        cost_per_success=sum(c or 0.0 for c in spent) / solved if known and solved else None,
+    )
+
+
+METHODS = (
+    Reflexion(
+        "reflexion",
+        ModeSpec("react"),
+        "ReAct trials, an evaluator, a reflection after each failure kept for the next (Shinn et al., 2023)",
+        published=REFLEXION_PAPER,
+        published_by="Reflexion paper",
+        distributable=False,  # the trial log (resume mid-example) is written by the run's own process
+        settings_field="reflexion",
+    ),
+)

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.registry import find_method
 from react_bench.metrics import f1_score, normalize_answer
 from react_bench.record import ExampleRecord, RunHeader
 from react_bench.results import iter_example_records
@@ -242,7 +243,9 @@ def shares(labels: Iterable[Label]) -> dict[str, float | None]:
 def table2(run_dir: Path, labels: Sequence[Label], auto: Sequence[Label] | None = None) -> str:
     """Table 2 of one run's labels (human, or automatic where none), the paper's column beside."""
     header = RunHeader.read(run_dir)
-    paper = PAPER_TABLE2.get("cot" if header.mode in ("cot", "cot_sc") else "react", {})
+    method = find_method(header.mode)  # the paper's column: CoT's for a run whose first part reasons alone
+    reasons = method is not None and method.spec.first in ("cot", "cot_sc")
+    paper = PAPER_TABLE2.get("cot" if reasons else "react", {})
     ours = shares(labels)
     by = sorted({x.by for x in labels}) or ["none"]
     lines = [

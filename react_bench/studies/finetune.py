@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.registry import find_method
 from react_bench.prompts import ZERO_SHOT
 from react_bench.record import Episode, ExampleRecord, RunHeader
 from react_bench.results import iter_example_records
@@ -44,7 +45,6 @@ from react_bench.tasks import load_task
 from react_bench.types import TextBlock, ToolResultBlock, ToolUseBlock
 
 FORMATS = ("paper", "chat", "steps")
-STYLES = {"react": "react", "act": "act", "cot": "cot", "standard": "standard", "react_im": "react"}
 
 
 @dataclass(frozen=True)
@@ -97,9 +97,18 @@ def export_finetune(run_dirs: Sequence[Path], out: Path) -> dict[str, Any]:
     return _write(export, sources, out)
 
 
+def _style(mode: str) -> str | None:
+    """The prompt style a run's rows are written in: its one part's (ReAct-IM's is ReAct's format);
+    None for a method of samples, a backoff or a search (no one trajectory style to learn)."""
+    method = find_method(mode)
+    if method is None or not method.of_parts or method.spec.backoff is not None or method.spec.samples:
+        return None
+    return method.spec.first
+
+
 def _rows(export: Export, source: Source, record: ExampleRecord) -> None:
     header, split = source.header, source.role
-    style = STYLES.get(header.mode)
+    style = _style(header.mode)
     fmt = load_task(header.task).text_format()
     episode = record.trajectory[-1] if record.trajectory else None  # the part that answered (after a backoff)
     if episode is None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.core import ModeSpec
+from react_bench.methods.registry import find_method
 from react_bench.results import read_records
 from react_bench.studies.runs import run_title
 from react_bench.studies.statistics import k_curve, tokens_per_step
@@ -61,6 +63,12 @@ def _save_percent_plot(fig: Any, ax: Any, path: Path, labels: tuple[str, str], t
     plt.close(fig)
 
 
+def _spec(mode: str) -> ModeSpec | None:
+    """A mode of parts' spec (None for a method that solves its own way, or one not installed)."""
+    method = find_method(mode)
+    return method.spec if method is not None and method.of_parts else None
+
+
 def plot_k_curve(runs: Any, path: Path) -> None:
     """Accuracy at k of every CoT-SC-based run (the paper's Figure 2 shape), with n and a 95%
     Wilson band per run; the axis is 0-100% whatever the values (a flat 100 reads as 100)."""
@@ -73,7 +81,7 @@ def plot_k_curve(runs: Any, path: Path) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for row in runs.itertuples() if len(runs) else ():
-        if row.mode in ("cot_sc", "react_cot_sc", "cot_sc_react"):
+        if getattr(_spec(row.mode), "samples", False):  # a mode with CoT-SC samples
             curve = k_curve(Path(row.run_dir), row.task, row.mode)
             n = len(read_records(Path(row.run_dir)))
             if curve and n:
@@ -111,7 +119,7 @@ def plot_tokens(runs: Any, path: Path) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    agents = [r for r in runs.itertuples() if r.mode in ("react", "act", "react_cot_sc", "cot_sc_react")]
+    agents = [r for r in runs.itertuples() if getattr(_spec(r.mode), "needs_env", False)]
     columns = 2 if len(agents) == 4 else max(1, min(3, len(agents)))
     rows = max(1, math.ceil(len(agents) / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(4.3 * columns, 3.3 * rows + 0.5), squeeze=False)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.methods.core import majority_vote
+from react_bench.methods.registry import find_method
 from react_bench.record import ExampleRecord
 from react_bench.results import iter_example_records
 from react_bench.studies.runs import run_label
@@ -141,10 +142,13 @@ def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) 
 def _answer_at_k(record: ExampleRecord, mode: str, k: int) -> str:
     samples = list(record.samples)
     vote = majority_vote(samples[:k]) if samples else None
-    if mode == "react_cot_sc":
-        return vote.answer if record.route == "react->cot_sc" and vote is not None else record.prediction
-    if mode == "cot_sc_react" and vote is not None and vote.count < k / 2 and record.route == "cot_sc->react":
-        return record.prediction
+    method = find_method(mode)
+    spec = method.spec if method is not None else None
+    if spec is not None and spec.backoff == "cot_sc":  # the samples are the backoff's: where it ran
+        return vote.answer if record.route == f"{spec.first}->cot_sc" and vote is not None else record.prediction
+    route = f"cot_sc->{spec.backoff}" if spec is not None and spec.first == "cot_sc" else None
+    if route is not None and vote is not None and vote.count < k / 2 and record.route == route:
+        return record.prediction  # the backoff answered, where k samples would have handed it over too
     return vote.answer if vote is not None else record.prediction
 
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from react_bench.methods.core import MODES
-from react_bench.methods.lats import LATS_PAPER
-from react_bench.methods.reflexion import REFLEXION_PAPER
+from react_bench.methods.registry import find_method, methods
 from react_bench.studies.runs import money
 from react_bench.tasks import TASKS, task_info
 
@@ -57,7 +55,7 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
     rows = []
     present = set(runs["task"]) if len(runs) else set()
     infos = [TASKS[name].info for name in TASKS if name in present]
-    for mode in MODES:
+    for mode in methods():
         of_mode = runs[runs["mode"] == mode] if len(runs) else runs
         keys: list[tuple[Any, ...]] = sorted({(r.runner, r.model) for r in of_mode.itertuples()})
         if every_run:
@@ -90,12 +88,14 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     row[column] = row[f"{column} cost (USD)"] = row[f"{column} cost/correct"] = ""
                 for source, figures in info.paper.items():
                     row[f"{column} {source}"] = f"{figures[mode]:.1f}" if mode in figures else ""
-                if task in REFLEXION_PAPER:  # Reflexion's own published figures, on its row
-                    row[f"{column} Reflexion paper"] = REFLEXION_PAPER[task] if mode == "reflexion" else ""
-                if task in LATS_PAPER:  # and LATS's, on its
-                    row[f"{column} LATS paper"] = LATS_PAPER[task] if mode == "lats" else ""
+                for other in methods().values():  # a method's own authors' figures (LATS's, Reflexion's), on its row
+                    if other.published_by and task in other.published:
+                        row.setdefault(f"{column} {other.published_by}", "")
+                own = methods()[mode]
+                if own.published_by and task in own.published:
+                    row[f"{column} {own.published_by}"] = own.published[task]
             rows.append(row)
-    shown_modes = set(MODES)
+    shown_modes = set(methods())
     notes += (
         [
             f"{r.run_dir}: not shown (mode {r.mode} has no row in Table 1)"
@@ -154,8 +154,10 @@ def table3(runs: Any) -> Any:
             rows.append(row(f"{model} {mode}/{runner} mean of {len(group)}", mean_by_type, group["mean"].mean(), ""))
     for label, figures in TABLE3.items():
         rows.append({"run": f"paper: {label}", **{n: str(v) for n, v in zip((*names, "All"), figures)}, "n": 134})
-    if (alf["mode"] == "reflexion").any():  # Reflexion's ALFWorld figure (no per-type split published)
-        rows.append({"run": "Reflexion paper: ReAct + Reflexion, 12 trials", "All": "97.0", "n": 134})
+    for mode in sorted(set(alf["mode"])):  # a method's own authors' ALFWorld figure (no per-type split)
+        method = find_method(mode)
+        if method is not None and method.published_by and "alfworld" in method.published:
+            rows.append({"run": f"{method.published_by}: {method.published['alfworld']}", "n": 134})
     return pd.DataFrame(rows)
 
 
@@ -181,7 +183,7 @@ def learning_curves(runs: Any) -> Any:
                     "n": r.n,
                     "cost/trial": money(curve.cost_per_trial),
                     "cost/success": money(curve.cost_per_success),
-                    "paper": REFLEXION_PAPER.get(r.task, "") if t == len(curve.curve) else "",
+                    "paper": _published_by_method(r.task, r.mode) if t == len(curve.curve) else "",
                 }
             )
     return pd.DataFrame(rows)
@@ -195,12 +197,17 @@ def context_comparison(runs: Any) -> Any:
     return groups[columns].sort_values([*keys, "context"]) if len(groups) else groups
 
 
+def _published_by_method(task: str, mode: str) -> str:
+    method = find_method(mode)
+    return method.published.get(task, "") if method is not None else ""
+
+
 def published(task: str, mode: str) -> str:
-    """The published figure of ``mode`` on ``task`` beside a run of it: LATS's and Reflexion's
-    papers for their modes, the ReAct paper's for the others ("" where none was published)."""
-    if mode == "lats":
-        return LATS_PAPER.get(task, "")
-    if mode == "reflexion":
-        return REFLEXION_PAPER.get(task, "")
+    """The published figure of ``mode`` on ``task`` beside a run of it: its own authors' where the
+    method has them (LATS's, Reflexion's: ``Method.published``), else the ReAct paper's ("" where
+    none was published)."""
+    own = _published_by_method(task, mode)
+    if own:
+        return own
     said = [f"{source} {figures[mode]:.1f}" for source, figures in task_info(task).paper.items() if mode in figures]
     return "; ".join(said)
