@@ -120,13 +120,41 @@ def recorded_choices(argv: list[str]) -> list[str]:
     return [f"{g}={c}" for g, c in choices.items() if g in GROUPS and g not in given and c and g != "experiment"]
 
 
-def check_group_choices(argv: list[str]) -> None:
-    """An unknown group option is one line naming the choices (Hydra would print a screenful)."""
+def store_installed_modes(argv: list[str]) -> set[str]:
+    """``mode=<name>`` of a method installed from outside the package (the entry point group
+    ``react_bench.methods``: ``methods/registry.py``) has no ``configs/mode`` file: its group node,
+    its name and its ``mode_defaults``, is put in Hydra's ConfigStore, where plugins keep theirs.
+    The names stored; a plugin that does not load is one line (exit 2)."""
+    wanted = {c for a in argv if a.startswith("mode=") for c in a.partition("=")[2].split(",") if c}
+    missing = sorted(c for c in wanted if not (CONFIGS / "mode" / f"{c}.yaml").is_file())
+    if not missing:
+        return set()
+    from hydra.core.config_store import ConfigStore
+
+    from react_bench.methods.registry import find_method
+
+    stored = set()
+    for name in missing:
+        try:
+            method = find_method(name)
+        except ConfigError as exc:
+            fail(str(exc))
+        if method is not None:
+            ConfigStore.instance().store(group="mode", name=name, node={"name": name, **method.mode_defaults})
+            stored.add(name)
+    return stored
+
+
+def check_group_choices(argv: list[str], installed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+    """An unknown group option is one line naming the choices (Hydra would print a screenful);
+    ``installed``: the modes of methods installed from outside the package (no group file)."""
     for arg in argv:
         key, _, value = arg.partition("=")
         if key not in GROUPS or not value:
             continue
         for choice in value.split(","):  # a sweep lists several: mode=react,act
+            if key == "mode" and choice in installed:
+                continue
             if not (CONFIGS / key / f"{choice}.yaml").is_file():
                 choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
                 hint = ""
@@ -277,7 +305,7 @@ if __name__ == "__main__":
     # then; standard streams are flushed by the interpreter whatever the collector does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
-    check_group_choices(sys.argv[1:])
+    check_group_choices(sys.argv[1:], store_installed_modes(sys.argv[1:]))
     if "experiment=paper" in sys.argv[1:]:  # every part of the paper, one run after another (or priced)
         from react_bench.paper import main as paper
 

@@ -128,3 +128,57 @@ def test_the_run_knows_its_executors_by_their_interface_only() -> None:
         }
         assert not names & kinds, f"{module} names {sorted(names & kinds)}"
     assert {"react_bench.executors", "react_bench.executors.base"} <= GRAPH["react_bench.evaluate"]
+
+
+def _literals(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return set().union(*(_literals(e) for e in node.elts)) if node.elts else set()
+    return set()
+
+
+def _names_a_mode(node: ast.AST) -> bool:
+    """Whether an expression reads a mode: a name, an attribute or a key with "mode" in it."""
+    for n in ast.walk(node):
+        said = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            said = n.value
+        if said is not None and "mode" in said.lower():
+            return True
+    return False
+
+
+def test_methods_are_asked_not_named_outside_their_floor() -> None:
+    """A method is a registry entry (``methods/registry.py``): outside ``methods/`` no module
+    imports a method's own module, and none compares a mode with a method's name (the experiments'
+    lists of runs in ``paper.py`` aside). Parts and prompt styles (``spec.first == "react"``, a
+    runner's ``style``) are the spec's vocabulary, not a method's name."""
+    from react_bench.methods.registry import methods
+
+    names = set(methods())
+    assert {"react", "reflexion", "lats"} <= names
+    own = {m for m in MODULES if m.startswith("react_bench.methods.")} - {
+        "react_bench.methods.core",
+        "react_bench.methods.registry",
+        "react_bench.methods.pricing",
+    }
+    branches = []
+    for module, path in MODULES.items():
+        if module.startswith("react_bench.methods") or module == "react_bench.paper":
+            continue
+        assert not GRAPH[module] & own, f"{module} imports {sorted(GRAPH[module] & own)}"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                sides = [node.left, *node.comparators]
+                named = set().union(*(_literals(s) for s in sides)) & names
+                if named and any(_names_a_mode(s) for s in sides):
+                    branches.append(f"{module}:{node.lineno} compares a mode with {sorted(named)}")
+            if isinstance(node, ast.Match) and _names_a_mode(node.subject):
+                cases = {
+                    v for c in node.cases if isinstance(c.pattern, ast.MatchValue) for v in _literals(c.pattern.value)
+                }
+                if cases & names:
+                    branches.append(f"{module}:{node.lineno} matches a mode against {sorted(cases & names)}")
+    assert not branches, branches

@@ -258,6 +258,9 @@ class Method:
     published_by: str = ""  # whose figures those are: Table 1's column ("LATS paper")
     distributable: bool = True  # whether executor=ray runs it (its state lives in the example alone)
     settings_field: str | None = None  # the SolveSettings field its own settings live in
+    # the keys its ``mode`` group takes, with their defaults: what the base ``parse`` accepts, and the
+    # group node of a method installed from outside the package (scripts/eval.py, Hydra's ConfigStore)
+    mode_defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def of_parts(self) -> bool:
@@ -269,9 +272,10 @@ class Method:
         """Its own settings from the composed config (``cfg``: eval.yaml's mapping, its ``mode`` group
         included) and the task's protocol for it; None where it has none. A key of the mode group it
         does not take is a ConfigError."""
-        extra = sorted(k for k in (cfg.get("mode") or {}) if k != "name")
+        extra = sorted(k for k in (cfg.get("mode") or {}) if k != "name" and k not in self.mode_defaults)
         if extra:
-            raise ConfigError(f"mode={self.name} takes no settings; got mode.{', mode.'.join(extra)}")
+            takes = f"takes mode.{', mode.'.join(self.mode_defaults)}" if self.mode_defaults else "takes no settings"
+            raise ConfigError(f"mode={self.name} {takes}; got mode.{', mode.'.join(extra)}")
         return None
 
     def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
