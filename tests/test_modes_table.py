@@ -42,6 +42,7 @@ def test_which_modes_need_the_environment_and_sample() -> None:
         "react_im",
         "reflexion",
         "lats",
+        "best_of_k",
     }
     assert {m for m, method in methods().items() if method.spec.samples} == {"cot_sc", "react_cot_sc", "cot_sc_react"}
 

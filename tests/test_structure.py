@@ -157,7 +157,7 @@ def test_methods_are_asked_not_named_outside_their_floor() -> None:
     from react_bench.methods.registry import methods
 
     names = set(methods())
-    assert {"react", "reflexion", "lats"} <= names
+    assert {"react", "reflexion", "lats", "best_of_k"} <= names
     own = {m for m in MODULES if m.startswith("react_bench.methods.")} - {
         "react_bench.methods.core",
         "react_bench.methods.registry",
