@@ -606,3 +606,27 @@ def test_an_observation_past_the_cap_is_cut_and_says_so() -> None:
     assert cut.text.startswith("x" * MAX_OBSERVATION_CHARS) and len(cut.text) < MAX_OBSERVATION_CHARS + 200
     assert cut.text.endswith(f"[observation cut: {3 * MAX_OBSERVATION_CHARS:,} characters, at most 200,000 are kept]")
     assert (cut.done, cut.reward) == (True, 1.0)
+
+
+async def test_a_search_of_any_length_or_shape_is_answered_with_a_page(small: Catalog) -> None:
+    """A model's search text never ends an episode as an error: 20,000 characters of words, of a
+    list literal, of brackets or of non-ASCII letters are each cut to MAX_QUERY (the page says so)
+    and answered with a results page; the episode goes on to its purchase as any other would."""
+    from react_bench.envs.webshop.env import CUT_NOTE, MAX_QUERY
+
+    g = small.goals[1]
+    long_queries = ["a b " * 5000, "[" + "'x', " * 4000 + "]", "[" * 20000, "é" * 20000, "-" * 19999 + "1"]
+    with WebShopServer(small) as server:
+        factory = WebShopFactory(server.url)
+        for query in long_queries:
+            obs = await _episode(factory, g.session, [f"search[{query}]", "click[Back to Search]"])
+            assert not obs[1].is_error and "[Back to Search]" in obs[1].text and obs[1].text.endswith(CUT_NOTE)
+            assert not obs[2].is_error  # the instruction page again
+        odd = await _episode(factory, g.session, [f"search[[{goal_query(g)}]", f"search[{goal_query(g)}]"])
+        assert "[Back to Search]" in odd[1].text and CUT_NOTE not in odd[1].text  # a bracket, read as words
+        bought = await _episode(
+            factory, g.session, [f"search[{goal_query(g)} " + "x" * 30000 + "]", f"click[{g.asin}]", "click[Buy Now]"]
+        )
+        factory.close()
+    assert len(f"{goal_query(g)} ") < MAX_QUERY and bought[1].text.endswith(CUT_NOTE)
+    assert bought[-1].done and bought[-1].reward is not None and bought[-1].reward > 0

@@ -11,9 +11,12 @@ result's ASIN on a results page, an option value on an item page (``You have cli
 ``Description`` / ``Features`` / ``Reviews`` / ``Attributes`` on an item page, ``< Prev``
 (item page -> results, options cleared; sub-page -> item), ``Back to Search`` (-> the instruction
 page), ``Buy Now`` (the episode ends; the reward is read from the done page); ``think[...]`` is
-answered ``OK.``. Anything else, or an action the page does not offer, is ``Invalid action!``
-(an ``is_error`` observation). As in the notebook, ``Next >`` and ``< Prev`` on a results page are
-invalid (it allowed only the first page of results). A click the instruction page or a sub-page
+answered ``OK.``. A search text is cut to ``MAX_QUERY`` characters (the page says so), and one that
+starts with ``[`` but is no list literal is sent as words: a model's text never ends an episode as an
+error (WebShop's server reads keywords that start with ``[`` as a list literal). Anything else, or
+an action the page does not offer, is ``Invalid action!`` (an ``is_error`` observation). As in the
+notebook, ``Next >`` and ``< Prev`` on a results page are invalid (it allowed only the first page of
+results). A click the instruction page or a sub-page
 does not offer (not one of the buttons the notebook knew: ``Buy Now``, ``Back to Search``,
 ``Next >``, ``< Prev``, the sub-pages) shows that page again with ``notebook_clicks`` (the
 notebook's, ``protocol=paper``: its loop asked the server for the same page), and is
@@ -29,9 +32,10 @@ never scored as the model's failure. HTTP calls run in a worker thread.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -87,6 +91,21 @@ class Session:
     option_groups: dict[str, str] = field(default_factory=dict)  # value -> group, of the last item page
 
 
+# A model's search text is the model's, never the server's fault: a query longer than this is cut
+# to it (the page says so), so that no search ends an episode as an error (a URL too long for
+# the HTTP client, a list literal past the server's bound); a few words is what a search is.
+MAX_QUERY = 1000
+CUT_NOTE = f"(The search text was cut to its first {MAX_QUERY:,} characters.)"
+
+
+def _list_literal(text: str) -> bool:
+    """Whether ``text`` reads as the list literal WebShop's server takes for keywords (``['a', 'b']``)."""
+    try:
+        return isinstance(ast.literal_eval(text), list | tuple)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
 KNOWN_BUTTONS = frozenset({"Buy Now", "Back to Search", "Next >", "< Prev", *SUB_PAGES})  # the notebook's own
 
 
@@ -124,8 +143,13 @@ class WebShopEnv:
     async def _search(self, query: str) -> Observation:
         if self.state.page_type != "init":
             return Observation(INVALID, is_error=True)
+        cut = len(query) > MAX_QUERY
+        query = query[:MAX_QUERY]
+        if query.startswith("[") and not _list_literal(query):
+            query = " " + query  # words, not a list literal the server would fail to read
         self.state = Session(page_type="search", query=query)
-        return await self._observe()
+        page = await self._observe()
+        return replace(page, text=f"{page.text}\n{CUT_NOTE}") if cut else page
 
     async def _click(self, button: str) -> Observation:
         s = self.state
