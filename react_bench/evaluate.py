@@ -44,6 +44,7 @@ from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepSta
 from react_bench.executors import start_executor
 from react_bench.executors.base import Executor
 from react_bench.methods.core import METHOD_FIELDS, Outcome, Solver
+from react_bench.methods.registry import get_method
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
 from react_bench.models.base import ModelClient, endpoint_host, operational
@@ -579,7 +580,7 @@ def _solve_fingerprint(solve: Any) -> dict[str, Any]:
     for own in METHOD_FIELDS:  # a method's own settings: absent where it has none (as runs always had)
         if settings.get(own) is None:
             settings.pop(own, None)
-    return settings
+    return get_method(solve.mode).fingerprinted(settings)
 
 
 def _env_settings(env: Any) -> dict[str, Any] | None:

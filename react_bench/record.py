@@ -459,6 +459,8 @@ class SearchSummary:
     mean_iterations: float = 0.0
     mean_calls: float = 0.0
     replayed_steps: int = 0  # environment steps spent rebuilding nodes' states, over all examples
+    select: str = "reward"  # lats.select: what chooses the answer among finished nodes
+    reward_selected: float = 0.0  # the share of examples whose answer the environment's reward chose
 
     @property
     def oracle_feedback(self) -> bool:
@@ -617,6 +619,14 @@ class RunMetrics:
             (self.reflexion and self.reflexion.oracle_feedback)
             or (self.search and self.search.oracle_feedback)
             or (self.method and self.method.get("oracle_feedback"))
+        )
+
+    @property
+    def chosen_by_reward(self) -> bool:
+        """Whether the environment's reward, scored against the hidden goal, chose some example's answer
+        among candidates (LATS's ``lats.select=reward`` on WebShop or ALFWorld): oracle-like selection."""
+        return bool(
+            (self.search and self.search.reward_selected > 0) or (self.method and self.method.get("reward_selected"))
         )
 
     @property

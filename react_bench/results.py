@@ -355,6 +355,12 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
         s = metrics.search
         said = "ORACLE FEEDBACK: the gold answer ended each search" if s.oracle_feedback else "no gold answer read"
         rows.append(("lats feedback", s.feedback, said))
+        chosen = (
+            f"ORACLE-LIKE: the environment's reward chose the answer in {100 * s.reward_selected:.0f}% of examples"
+            if s.reward_selected > 0
+            else "no answer chosen by an environment's reward"
+        )
+        rows.append(("lats select", s.select, chosen))
         rows.append(
             (
                 "  nodes per example",

@@ -128,6 +128,13 @@ SETTINGS: tuple[Setting, ...] = (
         "honest (the environment's reward, else the value function) | oracle (the gold answer ends the "
         "search: oracle feedback, LATS's HotpotQA setting)",
     ),
+    Setting(
+        "lats.select",
+        "reward",
+        "reward (the answer is the best-rewarded finished node: on WebShop and ALFWorld the environment's "
+        "reward, scored against the hidden goal, chooses it, and every table says so) | value (the value "
+        "function rates finished nodes too; the environment's reward is only measured)",
+    ),
     Setting("lats.value_max_tokens", 100, "output tokens of a value call"),
     Setting("lats.reflection_max_tokens", 256, "output tokens of a reflection"),
     Setting("lats.live_envs", 4, "environments kept at their node (the others are rebuilt by replaying actions)"),

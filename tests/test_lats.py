@@ -521,3 +521,74 @@ async def test_lats_on_generated_alfworld_games_replays_the_engine(tmp_path: Pat
         observed = {n["action"]: n["observation"] for n in tree["nodes"] if n["action"] == "look"}
         assert all(o.startswith("You are in the middle of a room.") for o in observed.values())
         assert record["success"] == 0.0 and record["prediction"] == ""
+
+
+async def test_lats_figures_say_when_they_are_not_like_for_like(tmp_path: Path) -> None:
+    """Beside an honest-feedback HotpotQA run, LATS's figure (made with the gold answer as the
+    terminal reward, gpt-3.5) says it is not like for like, in Table 1 and the frontier; beside an
+    oracle-feedback run only the model differs."""
+    from react_bench.studies import frontier, load_runs, table1
+
+    golds = gold_answers(2)
+    runs = {}
+    for feedback in ("oracle", "honest"):
+        with MessagesServer(responder=Brancher(golds)) as server:
+            runs[feedback] = await evaluate(
+                config(server, tmp_path, feedback, 2, LatsConfig(n=3, iterations=3, feedback=feedback)),  # type: ignore[arg-type]
+                out=io.StringIO(),
+            )
+    grid, _ = table1(load_runs([runs["honest"].run_dir]))
+    said = grid[grid["mode"] == "lats"].iloc[0]["HotpotQA EM LATS paper"]
+    assert said.startswith("LATS (ReAct) EM 63 (k=50, oracle feedback")
+    assert "[not like for like: this run's feedback is honest; LATS's was the gold answer" in said
+    assert f"{MODEL}, not gpt-3.5" in said
+    points = frontier(load_runs([runs["honest"].run_dir]))
+    assert "not like for like: this run's feedback is honest" in points.iloc[0]["published"]
+    grid, _ = table1(load_runs([runs["oracle"].run_dir]))
+    said = grid[grid["mode"] == "lats"].iloc[0]["HotpotQA EM LATS paper"]
+    assert "feedback is honest" not in said and f"[not like for like: {MODEL}, not gpt-3.5]" in said
+
+
+async def test_a_webshop_answer_chosen_by_the_reward_is_said_and_select_value_is_not(tmp_path: Path) -> None:
+    """lats.select=reward (the default): the best-rewarded purchase is the answer, chosen by a reward
+    scored against the hidden goal: the tree, the metrics, Table 1 and the frontier say so.
+    lats.select=value: the value function rates purchases too, the reward is measured only, and
+    nothing says the reward chose."""
+    from react_bench.envs.webshop import WebShopConfig
+    from react_bench.envs.webshop.catalog import Catalog
+    from react_bench.studies import frontier, load_runs, table1
+
+    env = WebShopConfig(products=300, goals=40)
+    goals = list(Catalog.generate(env.seed, env.products, env.goals).goals[:2])
+    done = {}
+    for select in ("reward", "value"):
+        with MessagesServer(responder=Shopper(goals)) as server:
+            cfg = RunConfig(
+                task=TaskConfig(name="webshop", n=2),
+                model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
+                solve=SolveSettings(mode="lats", lats=LatsConfig(n=3, iterations=4, select=select)),  # type: ignore[arg-type]
+                env=env,
+                results_dir=tmp_path,
+                run_id=select,
+                progress=False,
+            )
+            done[select] = await evaluate(cfg, out=io.StringIO())
+    by_reward, by_value = done["reward"], done["value"]
+    assert {r["tree"]["selected_by"] for r in lines(by_reward.run_dir / "examples.jsonl")} == {"environment reward"}
+    assert {r["tree"]["selected_by"] for r in lines(by_value.run_dir / "examples.jsonl")} == {"value"}
+    for record in lines(by_value.run_dir / "examples.jsonl"):  # measured: the chosen purchase's own score
+        nodes = {n["id"]: n for n in record["tree"]["nodes"]}
+        chosen = nodes[record["tree"]["chosen"][-1]]
+        assert record["reward"] == chosen["env_reward"] and chosen["reward"] == max(0.0, chosen["lm_value"])
+    metrics = {s: json.loads((d.run_dir / "metrics.json").read_text())["lats"] for s, d in done.items()}
+    assert (metrics["reward"]["select"], metrics["reward"]["reward_selected"]) == ("reward", 1.0)
+    assert (metrics["value"]["select"], metrics["value"]["reward_selected"]) == ("value", 0.0)
+    runs = load_runs([by_reward.run_dir, by_value.run_dir])
+    grid, _ = table1(runs, every_run=True)
+    cells = dict(zip(grid[grid["mode"] == "lats"]["run"], grid[grid["mode"] == "lats"]["WebShop score"], strict=True))
+    assert "answer chosen by the environment's reward" in cells["reward"]
+    assert "environment's reward" not in cells["value"]
+    points = frontier(runs)
+    labels = dict(zip(points["run_id"], points["run"], strict=True))
+    assert "[answer chosen by the environment's reward]" in labels["reward"] and "reward]" not in labels["value"]
+    assert "the project's generated catalog" in points.iloc[0]["published"]

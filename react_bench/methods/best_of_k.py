@@ -98,6 +98,16 @@ class BestOfK(Method):
         oracle = (solve.get("options") or {}).get("selection") == "oracle"
         return {"feedback": "oracle" if oracle else "honest"}
 
+    def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
+        """LATS's best-of-k figures were made with gpt-3.5, WebShop's on its own catalog."""
+        said = []
+        if task == "webshop" and not (run.get("env") or {}).get("url"):
+            said.append("this run's shop is the project's generated catalog, not WebShop's own")
+        model = str(run.get("model") or "")
+        if model and "gpt-3.5" not in model:
+            said.append(f"{model}, not gpt-3.5")
+        return said
+
     def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
         return {VALUE_PROMPT: task_exemplars("lats", task, self.name)}
 

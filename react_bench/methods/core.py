@@ -290,6 +290,17 @@ class Method:
     def settings_of(self, solve: SolveSettings) -> Any:
         return getattr(solve, self.settings_field) if self.settings_field is not None else None
 
+    def fingerprinted(self, solve: dict[str, Any]) -> dict[str, Any]:
+        """The solve settings as the run's fingerprint holds them (JSON): a setting added to the method
+        after runs of it were made is left out at its default, so those runs keep their fingerprint
+        (and resume)."""
+        return solve
+
+    def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
+        """Why its published figure on ``task`` is not like for like beside ``run`` (a row of a
+        study's runs: ``oracle_feedback``, ``env``, ...); [] where nothing is known to differ."""
+        return []
+
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
         """What a study's row says of a run of it beyond its name, from run.json's ``solve``
         (e.g. ``feedback``: ``oracle`` where the gold answer steered it)."""

@@ -31,6 +31,15 @@ Every node the search made is attached to the tree (LATS's code builds the simul
 without attaching them to their parent; here they are the parent's children, so a node is
 expanded once and the record holds every node that cost a call).
 
+Selection (``lats.select``), what chooses the answer among finished nodes:
+- ``reward`` (the default, LATS's code): the best-rewarded finished node. Where the environment
+  scores a trajectory (WebShop, ALFWorld) that reward is computed against the hidden goal, so the
+  answer is chosen the way an oracle would choose it; the record (``tree.selected_by``), the
+  metrics (``lats.reward_selected``), Table 1 and the frontier say so.
+- ``value``: a finished node's reward is the value function's score, as on a task whose
+  environment gives none; the environment's reward is measured (the chosen node's is the
+  example's score) but neither steers the search, stops it, nor reaches a reflection.
+
 Feedback (``lats.feedback``), what a terminal node's reward is:
 - ``honest`` (the default): the environment's own reward where it gives one (WebShop's score,
   ALFWorld's win), else the value function's score of the finished trajectory. No gold answer
@@ -95,12 +104,22 @@ from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
 
 Feedback = Literal["honest", "oracle"]
 FEEDBACKS: tuple[str, ...] = get_args(Feedback)
+Select = Literal["reward", "value"]
+SELECTS: tuple[str, ...] = get_args(Select)
 # LATS's published figures for what mode=lats runs, LATS (ReAct) (Zhou et al., ICML 2024, arXiv
 # 2310.04406 v3), gpt-3.5. HotpotQA: 0.63 at k=50 (0.61 in v2), with the gold answer's EM as the
 # terminal reward (oracle feedback); 0.71 is LATS (CoT+ReAct), a variant the official code lacks.
 LATS_PAPER: dict[str, str] = {
     "hotpotqa": "LATS (ReAct) EM 63 (k=50, oracle feedback: the gold answer ended the search; 100 questions, gpt-3.5)",
     "webshop": "score 75.9 / SR 38 (k=30, 50 instructions, gpt-3.5)",
+}
+
+
+# What LATS's published figures were made with, beyond the figure: whether the gold answer was the
+# terminal reward (oracle feedback), and the data where a run here may use other data
+LATS_CONDITIONS: dict[str, tuple[bool, str | None]] = {
+    "hotpotqa": (True, None),
+    "webshop": (False, "WebShop's own catalog"),
 }
 
 
@@ -116,6 +135,7 @@ class LatsConfig:
     sc_weight: float = default("lats.sc_weight")
     reflections: int = default("lats.reflections")
     feedback: Feedback = default("lats.feedback")
+    select: Select = default("lats.select")
     value_max_tokens: int = default("lats.value_max_tokens")
     reflection_max_tokens: int = default("lats.reflection_max_tokens")
     live_envs: int = default("lats.live_envs")
@@ -137,6 +157,13 @@ class LatsConfig:
             raise ConfigError("lats.exploration and lats.temperature: 0 or more")
         if self.feedback not in FEEDBACKS:
             raise ConfigError(f"lats.feedback={self.feedback!r}: one of {', '.join(FEEDBACKS)}")
+        if self.select not in SELECTS:
+            raise ConfigError(f"lats.select={self.select!r}: one of {', '.join(SELECTS)}")
+        if self.select == "value" and self.feedback == "oracle":
+            raise ConfigError(
+                "lats.select=value with lats.feedback=oracle: the gold answer rewards every finished node; "
+                "select=value leaves the choice to the value function (use lats.feedback=honest)"
+            )
 
     def checked(self, task: str, answers: bool) -> LatsConfig:
         if self.feedback == "oracle" and not answers:
@@ -592,11 +619,11 @@ class TreeSearch:
         await asyncio.gather(*(one(c) for c in children))
 
     async def _reward(self, node: Node) -> float:
-        """A terminal node's reward under the run's feedback (module docstring)."""
+        """A terminal node's reward under the run's feedback and selection (module docstring)."""
         if self.cfg.feedback == "oracle":
             assert self.grade is not None
             return 1.0 if self.grade(node.answer or "", node.env_reward) else 0.0
-        if node.env_reward is not None:
+        if node.env_reward is not None and self.cfg.select == "reward":
             return float(node.env_reward)
         node.lm_value = await self._value(node)
         return max(0.0, node.lm_value)
@@ -633,7 +660,7 @@ class TreeSearch:
         text = self.trajectory(node)
         if self.cfg.feedback == "oracle":
             feedback = f"The answer {answer!r} is incorrect."
-        elif node.env_reward is not None:
+        elif node.env_reward is not None and self.cfg.select == "reward":  # (select=value: measured, never told)
             feedback = f"The environment scored this attempt {node.env_reward:g} out of 1."
         else:
             feedback = f"An evaluator scored this attempt {round(10 * (node.reward or 0.0))} out of 10."
@@ -651,6 +678,15 @@ class TreeSearch:
         if ended:
             return max(ended, key=lambda n: (n.reward or 0.0, n.value))
         return None
+
+    def _selected_by(self, chosen: Node | None) -> str | None:
+        """What chose the answer: the gold answer (oracle feedback), the environment's reward (scored
+        against the hidden goal: oracle-like), or the value function; None where nothing was chosen."""
+        if chosen is None:
+            return None
+        if self.cfg.feedback == "oracle":
+            return "gold answer"
+        return "environment reward" if self.cfg.select == "reward" and chosen.env_reward is not None else "value"
 
     def _result(self, chosen: Node | None, error: str | None = None) -> SearchResult:
         path = chosen.path() if chosen is not None else []
@@ -678,6 +714,8 @@ class TreeSearch:
             )
         tree = {
             "feedback": self.cfg.feedback,
+            "select": self.cfg.select,
+            "selected_by": self._selected_by(chosen),
             "nodes": [n.to_dict() for n in self.nodes],
             "chosen": [0, *(n.id for n in path)] if self.nodes else [],
             "reflections": list(self.reflections),
@@ -713,6 +751,28 @@ class Lats(Method):
 
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
         return {"feedback": str((solve.get("lats") or {}).get("feedback") or "honest")}
+
+    def fingerprinted(self, solve: dict[str, Any]) -> dict[str, Any]:
+        """``lats.select`` came after runs of LATS: at its default (``reward``, what they did) it is
+        left out, so they resume."""
+        settings = dict(solve.get("lats") or {})
+        if settings.get("select") == "reward":
+            del settings["select"]
+        return {**solve, "lats": settings} if "lats" in solve else solve
+
+    def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
+        """LATS's figures were made with the gold answer as the terminal reward on HotpotQA, on WebShop's
+        own catalog, with gpt-3.5 (``LATS_CONDITIONS``)."""
+        said = []
+        oracle, data = LATS_CONDITIONS.get(task, (None, None))
+        if oracle is True and not run.get("oracle_feedback"):
+            said.append("this run's feedback is honest; LATS's was the gold answer")
+        if data is not None and not (run.get("env") or {}).get("url"):
+            said.append(f"this run's shop is the project's generated catalog, not {data}")
+        model = str(run.get("model") or "")
+        if model and "gpt-3.5" not in model:
+            said.append(f"{model}, not gpt-3.5")
+        return said
 
     def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
         return {"reflexion": reflection_prompt(task), "lats": value_prompt(task)}
@@ -777,6 +837,8 @@ class Lats(Method):
         return {
             "search": SearchSummary(
                 feedback=self.labels(solve)["feedback"],
+                select=str((solve.get("lats") or {}).get("select") or "reward"),
+                reward_selected=sum(_selected_by(t) == "environment reward" for t in trees) / n,
                 mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
                 mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
                 mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
@@ -829,6 +891,18 @@ class Lats(Method):
     def rounds(self, solver: Solver) -> int:
         """An expansion: its samples, then their values."""
         return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
+
+
+def _selected_by(tree: Mapping[str, Any]) -> str | None:
+    """What chose a recorded search's answer (``TreeSearch._selected_by``); a tree recorded before it
+    was kept was chosen by the environment's reward wherever the chosen node had one (honest feedback)."""
+    if "selected_by" in tree:
+        return tree["selected_by"]
+    if tree.get("feedback") == "oracle":
+        return "gold answer"
+    nodes = {n.get("id"): n for n in tree.get("nodes") or ()}
+    chosen = nodes.get((tree.get("chosen") or [None])[-1])
+    return "environment reward" if chosen is not None and chosen.get("env_reward") is not None else "value"
 
 
 def expansions(solver: Solver, most: bool = False) -> list[int]:

@@ -32,7 +32,9 @@ def frontier(runs: Any) -> Any:
             points.append(
                 {
                     "task": task,
-                    "run": run_label(r) + (" [oracle feedback]" if r.oracle_feedback else ""),
+                    "run": run_label(r)
+                    + (" [oracle feedback]" if r.oracle_feedback else "")
+                    + (" [answer chosen by the environment's reward]" if r.chosen_by_reward else ""),
                     "run_id": r.run_id,
                     "n": int(r.n),
                     "measure": measure,
@@ -42,7 +44,7 @@ def frontier(runs: Any) -> Any:
                     "ci_high": float(r.ci_high),
                     "on_frontier": False,
                     "per_extra_correct": None,
-                    "published": published(str(task), str(r.mode)),
+                    "published": published(str(task), str(r.mode), r._asdict()),
                 }
             )
         points.sort(key=lambda p: (p["per_example"], -p["mean"]))

@@ -76,6 +76,9 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "pass_hat_k": {k: v.mean for k, v in m.pass_hat.items()} if m else {},
                 "reflexion": m.reflexion if m else None,  # mode=reflexion: record.TrialCurve
                 "oracle_feedback": bool(m and m.oracle_feedback),
+                # the environment's reward, scored against the hidden goal, chose an answer (oracle-like)
+                "chosen_by_reward": bool(m and m.chosen_by_reward),
+                "env": config.get("env") or {},  # the environment's settings (a shop's url, ...)
             }
         )
     return pd.DataFrame(rows)

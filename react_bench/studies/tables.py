@@ -31,6 +31,8 @@ def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
             cell += ", oracle feedback"
     elif row.get("oracle_feedback"):  # LATS: the gold answer ended the search
         cell += "; oracle feedback"
+    if row.get("chosen_by_reward"):  # the environment's reward chose among candidates: oracle-like
+        cell += "; answer chosen by the environment's reward"
     return cell
 
 
@@ -93,7 +95,8 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                         row.setdefault(f"{column} {other.published_by}", "")
                 own = methods()[mode]
                 if own.published_by and task in own.published:
-                    row[f"{column} {own.published_by}"] = own.published[task]
+                    shown = cell.iloc[-1] if len(cell) else None
+                    row[f"{column} {own.published_by}"] = _with_conditions(own, task, shown)
             rows.append(row)
     shown_modes = set(methods())
     notes += (
@@ -197,16 +200,24 @@ def context_comparison(runs: Any) -> Any:
     return groups[columns].sort_values([*keys, "context"]) if len(groups) else groups
 
 
-def _published_by_method(task: str, mode: str) -> str:
+def _with_conditions(method: Any, task: str, run: Any) -> str:
+    """A method's published figure on ``task``, and beside a run of it why the two are not like for
+    like (``Method.unlike``: feedback, data, model)."""
+    figure = str(method.published.get(task, ""))
+    unlike = method.unlike(task, dict(run)) if figure and run is not None else []
+    return f"{figure} [not like for like: {'; '.join(unlike)}]" if unlike else figure
+
+
+def _published_by_method(task: str, mode: str, run: Any = None) -> str:
     method = find_method(mode)
-    return method.published.get(task, "") if method is not None else ""
+    return _with_conditions(method, task, run) if method is not None else ""
 
 
-def published(task: str, mode: str) -> str:
+def published(task: str, mode: str, run: Any = None) -> str:
     """The published figure of ``mode`` on ``task`` beside a run of it: its own authors' where the
-    method has them (LATS's, Reflexion's: ``Method.published``), else the ReAct paper's ("" where
-    none was published)."""
-    own = _published_by_method(task, mode)
+    method has them (LATS's, Reflexion's: ``Method.published``, with why it is not like for like
+    beside ``run``), else the ReAct paper's ("" where none was published)."""
+    own = _published_by_method(task, mode, run)
     if own:
         return own
     said = [f"{source} {figures[mode]:.1f}" for source, figures in task_info(task).paper.items() if mode in figures]
