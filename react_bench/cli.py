@@ -25,6 +25,8 @@ COMMANDS = {
     "finetune-data": "fine-tuning data from runs' correct trajectories (the paper's Figure 3)",
     "annotate": "label trajectories for the paper's error analysis (Table 2)",
     "fork": "a recorded trajectory forked at a step with an edited thought (the paper's Figure 5)",
+    "drift": "a recorded run's examples again against the model as it answers now: what changed",
+    "plan": "from a pilot run, the examples and trials needed to detect a difference, and their price",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
     "make-exemplars": "the project's few-shot exemplars, regenerated",

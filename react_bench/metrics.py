@@ -195,6 +195,51 @@ def wilson_ci(successes: int, n: int, confidence: float = 0.95) -> ConfidenceInt
     return ConfidenceInterval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, n, 0, 0, "wilson")
 
 
+Z80 = 0.8416212335729143  # the standard normal's 80% quantile (80% power)
+
+
+def detectable_paired(n: int, discordant: int) -> float | None:
+    """The smallest difference in the share right that McNemar's test (two-sided, 5%) detects with
+    80% power between two runs over the same ``n`` examples that disagree on ``discordant`` of
+    them: Connor's (1987) normal approximation, ``sqrt(n) d = z_a sqrt(p) + z_b sqrt(p - d^2)``
+    with ``p`` the share that disagree, solved for ``d``. Two runs that agree everywhere are taken
+    to disagree on one example (the least a difference needs). None without examples."""
+    if n < 1:
+        return None
+    share = max(discordant, 1) / n
+    d = (Z95 + Z80) * math.sqrt(share / n)
+    for _ in range(100):  # a contraction: d shrinks towards the fixed point
+        d_next = (Z95 * math.sqrt(share) + Z80 * math.sqrt(max(share - d * d, 0.0))) / math.sqrt(n)
+        if abs(d_next - d) < 1e-12:
+            break
+        d = d_next
+    return min(d, 1.0)
+
+
+def detectable_unpaired(n_a: int, mean_a: float, n_b: int, mean_b: float) -> float | None:
+    """The smallest difference in the share right that a two-sided 5% test detects with 80% power
+    between two runs over different examples (each share's binomial variance; a share of 0 or 1
+    taken as half an example off it, so that a perfect run still has a spread). None without
+    examples."""
+    if n_a < 1 or n_b < 1:
+        return None
+
+    def spread(mean: float, n: int) -> float:
+        mean = min(max(mean, 0.5 / n), 1 - 0.5 / n)
+        return mean * (1 - mean) / n
+
+    return min((Z95 + Z80) * math.sqrt(spread(mean_a, n_a) + spread(mean_b, n_b)), 1.0)
+
+
+def paired_n(difference: float, discordance: float) -> int:
+    """Examples two runs need for McNemar's test (two-sided, 5%) to detect ``difference`` with 80%
+    power, when they disagree on a share ``discordance`` of examples (Connor, 1987)."""
+    if not 0 < difference <= discordance <= 1:
+        raise ValueError("paired_n: need 0 < difference <= discordance <= 1")
+    root = Z95 * math.sqrt(discordance) + Z80 * math.sqrt(discordance - difference * difference)
+    return math.ceil((root / difference) ** 2)
+
+
 def score_ci(values: Iterable[float], seed: int = 0) -> ConfidenceInterval:
     """The interval a table shows for a mean of per-example scores: Wilson's for 0/1 scores (EM,
     accuracy, success), the percentile bootstrap for graded ones (F1, WebShop's reward)."""

@@ -603,6 +603,8 @@ class RunMetrics:
     epochs: int = field(default=1, metadata=_json(omit=_one_epoch))
     pass_at: Mapping[int, Score] = field(default_factory=dict, metadata=_json("pass_at_k", omit=_one_epoch))
     pass_hat: Mapping[int, Score] = field(default_factory=dict, metadata=_json("pass_hat_k", omit=_one_epoch))
+    # epochs=k (k > 1): the share of examples whose outcome differs between their attempts (trials)
+    flips: float | None = field(default=None, metadata=_json("flip_share", omit=_one_epoch))
     # mode=reflexion: the learning curve, who judged, the cost of a trial
     reflexion: TrialCurve | None = field(default=None, metadata=_json(omit=_when_none("reflexion")))
     # mode=lats: its feedback and the size of its trees

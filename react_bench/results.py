@@ -158,6 +158,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         epochs=run.epochs,
         pass_at=_repeated(records, run.epochs, pass_at_k),
         pass_hat=_repeated(records, run.epochs, pass_hat_k),
+        flips=_flips(records) if run.epochs > 1 else None,
         **method_summary(records, run),
     )
 
@@ -167,6 +168,17 @@ def method_summary(records: list[ExampleRecord], run: RunHeader) -> dict[str, An
     LATS's search); nothing for a method this process does not have (its records load as ever)."""
     method = find_method(run.mode)
     return method.summarize(records, run.config.get("solve") or {}) if method is not None else {}
+
+
+def _flips(records: list[ExampleRecord]) -> float | None:
+    """The share of examples with several attempts whose outcome differs between them."""
+    attempts: dict[str, set[bool]] = {}
+    counts: Counter[str] = Counter()
+    for r in records:
+        attempts.setdefault(r.id, set()).add(r.correct)
+        counts[r.id] += 1
+    several = [i for i, c in counts.items() if c > 1]
+    return sum(len(attempts[i]) > 1 for i in several) / len(several) if several else None
 
 
 def _repeated(
@@ -350,6 +362,10 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
         rows.append((f"pass@{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
     for k, score in metrics.pass_hat.items():
         rows.append((f"pass^{k}", f"{100 * score.mean:.1f}", f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"))
+    if metrics.flips is not None:
+        rows.append(
+            ("flip between attempts", f"{100 * metrics.flips:.1f}", "share of examples, right in some, wrong in others")
+        )
     rows += trial_rows(metrics.reflexion)
     if metrics.search is not None:
         s = metrics.search

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
+import hashlib
 import os
 import threading
 import time
@@ -127,6 +129,17 @@ class _Outcome:
     stats: CallStats | None = None
 
 
+@functools.cache
+def file_identity(path: str) -> str:
+    """A GGUF file's identity as each response reports it (``smollm2-135m@sha256:<16 hex>``): the
+    local model's equivalent of an API's model snapshot id (``react_bench.drift`` reads it)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()[:16]}"
+
+
 class _Engine:
     """One loaded model and the one thread that runs it."""
 
@@ -136,6 +149,7 @@ class _Engine:
         self.lock = threading.Lock()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self.template: str | None = llama.metadata.get("tokenizer.chat_template")
+        self.identity = file_identity(path)  # what each response reports as its model: the file's hash
         self.bos = llama.token_bos()
         self.add_bos = llama.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
 
@@ -284,7 +298,7 @@ class LocalModel(NoServer):
                 put("error", exc)
 
         loop.run_in_executor(self.engine.executor, work)
-        yield MessageStart(f"local-{uuid.uuid4().hex[:12]}", self.name)
+        yield MessageStart(f"local-{uuid.uuid4().hex[:12]}", f"{self.name}@{self.engine.identity}")
         try:
             async for event in self._events(queue):
                 yield event

@@ -7,7 +7,8 @@ response to the current example's list. A cassette line is, per example, either
 ``{"id": ..., "completions": [raw text of each call]}`` (text runner) or
 ``{"id": ..., "responses": [content blocks of each response]}`` (tool-use runner), with
 ``"stop_reasons"``: each call's stop reason, in the same order (None for a failure), which a
-replay gives back (a ``pause_turn`` or a ``refusal`` replays as one).
+replay gives back (a ``pause_turn`` or a ``refusal`` replays as one), and ``"models"``: the model
+id each response reported (an API's snapshot; the local model's file hash), where any did.
 
 A call that failed (a ``ModelError`` after the SDK's retries, a broken stream) is recorded
 too, as ``{"error": message}`` in its place, and replayed as the same failure: so a replay
@@ -93,6 +94,9 @@ def cassette_line(example_id: str, calls: list[Recorded], kind: CassetteKind, ep
 
     stops = [c.stop_reason.value if isinstance(c, ModelResponse) and c.stop_reason else None for c in calls]
     line: dict[str, Any] = {"id": example_id, kind: [entry(c) for c in calls], "stop_reasons": stops}
+    models = [c.model if isinstance(c, ModelResponse) else None for c in calls]
+    if any(models):  # the model each response reported (an API's snapshot id): drift compares them
+        line["models"] = models
     if epoch != 1:
         line["epoch"] = epoch
     return line

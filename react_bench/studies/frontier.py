@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from react_bench.metrics import detectable_unpaired
 from react_bench.studies.runs import run_label
 from react_bench.studies.tables import published
 
@@ -20,7 +21,7 @@ def frontier(runs: Any) -> Any:
     import pandas as pd
 
     columns = ["task", "run", "run_id", "n", "measure", "per_example", "mean", "ci_low", "ci_high"]
-    columns += ["on_frontier", "per_extra_correct", "published"]
+    columns += ["on_frontier", "per_extra_correct", "step", "published"]
     done = runs[runs["mean"].notna() & (runs["n"].fillna(0) > 0)] if len(runs) else runs
     rows: list[dict[str, Any]] = []
     for task, group in done.groupby("task", sort=True) if len(done) else ():
@@ -44,6 +45,7 @@ def frontier(runs: Any) -> Any:
                     "ci_high": float(r.ci_high),
                     "on_frontier": False,
                     "per_extra_correct": None,
+                    "step": "",  # along the frontier: whether the step up from the run before is detectable
                     "published": published(str(task), str(r.mode), r._asdict()),
                 }
             )
@@ -54,6 +56,10 @@ def frontier(runs: Any) -> Any:
                 p["on_frontier"] = True
                 if last is not None:
                     p["per_extra_correct"] = (p["per_example"] - last["per_example"]) / (p["mean"] - last["mean"])
+                    # the step up could be noise: below what the two runs' n can detect, it is not ranked
+                    least = detectable_unpaired(p["n"], p["mean"], last["n"], last["mean"])
+                    step_seen = least is not None and p["mean"] - last["mean"] >= least
+                    p["step"] = "distinguishable" if step_seen else "not distinguishable"
                 last = p
         rows += points
     return pd.DataFrame(rows, columns=columns)
@@ -69,7 +75,9 @@ def frontier_markdown(points: Any) -> str:
         "what the step up to it from the frontier run before costs per correct answer it adds. Where a "
         "task has a run without a price (a local or scripted model), every run of it is measured in tokens "
         "(input and output) instead of dollars. `published` is the figure the method's own paper reports "
-        "on the task (ReAct's, Reflexion's, LATS's; other models and settings: not like for like).",
+        "on the task (ReAct's, Reflexion's, LATS's; other models and settings: not like for like). A step "
+        "up smaller than the two runs' n can detect at 80% power (a two-sided 5% test) is marked "
+        "`step not distinguishable`: it may be noise.",
     ]
     if not len(points):
         return "\n".join([*lines, "", "No finished run to place."]) + "\n"
@@ -88,6 +96,8 @@ def frontier_markdown(points: Any) -> str:
                 if p.per_extra_correct is None or p.per_extra_correct != p.per_extra_correct
                 else (f"{p.per_extra_correct:.4f}" if measure == "USD" else f"{p.per_extra_correct:,.0f}")
             )
+            if extra and p.step == "not distinguishable":
+                extra += " (step not distinguishable)"
             lines.append(
                 f"| {p.run} | {p.n} | {cost} | {100 * p.mean:.1f} | "
                 f"[{100 * p.ci_low:.1f}, {100 * p.ci_high:.1f}] | {'yes' if p.on_frontier else ''} | {extra} | "

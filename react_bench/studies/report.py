@@ -19,6 +19,8 @@ from typing import Any
 
 from react_bench.record import ExampleRecord
 from react_bench.results import failure_label, read_records
+from react_bench.studies.statistics import detectable_text
+from react_bench.studies.statistics import verdict as pair_verdict
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }
@@ -187,13 +189,15 @@ def write_report(
     if pairs:
         parts.append(
             "<h2>Paired comparisons</h2><table><tr><th>task</th><th>A</th><th>B</th><th>n</th>"
-            "<th>A - B</th><th>95% CI</th><th>McNemar p</th><th>Holm p</th></tr>"
+            "<th>A - B</th><th>95% CI</th><th>McNemar p</th><th>Holm p</th>"
+            "<th>detectable (80% power)</th><th>verdict</th></tr>"
         )
         for r in pairs:
             parts.append(
                 f"<tr><td>{e(r['task'])}</td><td>{e(r['a'])}</td><td>{e(r['b'])}</td><td>{r['n']}</td>"
                 f"<td>{100 * r['difference']:+.1f}</td><td>[{100 * r['ci_low']:+.1f}, "
-                f"{100 * r['ci_high']:+.1f}]</td><td>{r['mcnemar_p']:.3g}</td><td>{r['holm_p']:.3g}</td></tr>"
+                f"{100 * r['ci_high']:+.1f}]</td><td>{r['mcnemar_p']:.3g}</td><td>{r['holm_p']:.3g}</td>"
+                f"<td>{detectable_text(r)}</td><td>{e(pair_verdict(r))}</td></tr>"
             )
         parts.append("</table>")
     parts += [

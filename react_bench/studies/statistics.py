@@ -1,25 +1,72 @@
 """Statistics over runs of one task on the same example ids: paired differences with their
-bootstrap interval and McNemar's p (Holm-adjusted), the per-question diff, accuracy at k from the
+bootstrap interval, McNemar's p (Holm-adjusted) and the smallest difference the pair could detect
+(below it a difference is "not distinguishable", never ranked), the per-question diff, accuracy at k from the
 stored CoT-SC samples, tokens per step."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from react_bench.methods.core import majority_vote
 from react_bench.methods.registry import find_method
+from react_bench.metrics import detectable_paired
 from react_bench.record import ExampleRecord
 from react_bench.results import iter_example_records
 from react_bench.studies.runs import run_label
 
 
-def paired(runs: Any) -> list[dict[str, Any]]:
-    """Every two runs of one task over exactly the same example ids: difference, CI, McNemar p."""
+def paired_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Two runs' per-example outcomes (0 or 1, the same examples in the same order): the means, the
+    difference ``a - b`` with its 95% paired bootstrap interval, the discordant counts, McNemar's
+    exact p, and the smallest difference the pair detects at 80% power (below it: not
+    distinguishable)."""
     import numpy as np
     from scipy.stats import bootstrap
     from statsmodels.stats.contingency_tables import mcnemar
 
+    xa, xb = np.array(a, float), np.array(b, float)
+    if not len(xa):
+        raise ValueError("paired_test: no examples")
+    diff = float(xa.mean() - xb.mean())
+    if np.all(xa == xb):
+        low = high = 0.0
+    else:
+        ci = bootstrap(
+            (xa, xb),
+            _mean_difference,
+            paired=True,
+            n_resamples=10_000,
+            confidence_level=0.95,
+            random_state=0,
+            method="percentile",
+        )
+        low, high = float(ci.confidence_interval.low), float(ci.confidence_interval.high)
+    table = [
+        [int(((xa == 1) & (xb == 1)).sum()), int(((xa == 1) & (xb == 0)).sum())],
+        [int(((xa == 0) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())],
+    ]
+    detectable = detectable_paired(len(xa), table[0][1] + table[1][0])
+    return {
+        "a_mean": float(xa.mean()),
+        "b_mean": float(xb.mean()),
+        "difference": diff,
+        "ci_low": low,
+        "ci_high": high,
+        "a_only": table[0][1],
+        "b_only": table[1][0],
+        "mcnemar_p": float(mcnemar(table, exact=True).pvalue),
+        # the smallest difference these n and this discordance detect at 80% power; a difference
+        # below it is not ranked ("not distinguishable")
+        "detectable": detectable,
+        "distinguishable": detectable is not None and abs(diff) >= detectable,
+    }
+
+
+def paired(runs: Any) -> list[dict[str, Any]]:
+    """Every two runs of one task over exactly the same example ids: difference, CI, McNemar p, and
+    the smallest difference the pair could detect at 80% power (``metrics.detectable_paired``)."""
     out = []
     rows = list(runs.itertuples())
     for i, a in enumerate(rows):
@@ -30,40 +77,14 @@ def paired(runs: Any) -> list[dict[str, Any]]:
             ids = sorted(set(ra) & set(rb))
             if not ids:
                 continue
-            xa, xb = np.array([ra[k] for k in ids], float), np.array([rb[k] for k in ids], float)
-            diff = float(xa.mean() - xb.mean())
-            if np.all(xa == xb):
-                low = high = 0.0
-            else:
-                ci = bootstrap(
-                    (xa, xb),
-                    _mean_difference,
-                    paired=True,
-                    n_resamples=10_000,
-                    confidence_level=0.95,
-                    random_state=0,
-                    method="percentile",
-                )
-                low, high = float(ci.confidence_interval.low), float(ci.confidence_interval.high)
-            table = [
-                [int(((xa == 1) & (xb == 1)).sum()), int(((xa == 1) & (xb == 0)).sum())],
-                [int(((xa == 0) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())],
-            ]
-            p = float(mcnemar(table, exact=True).pvalue)
+            test = paired_test([ra[k] for k in ids], [rb[k] for k in ids])
             out.append(
                 {
                     "task": a.task,
                     "a": run_label(a),
                     "b": run_label(b),
                     "n": len(ids),
-                    "a_mean": float(xa.mean()),
-                    "b_mean": float(xb.mean()),
-                    "difference": diff,
-                    "ci_low": low,
-                    "ci_high": high,
-                    "a_only": table[0][1],
-                    "b_only": table[1][0],
-                    "mcnemar_p": p,
+                    **test,
                 }
             )
     if out:
@@ -73,6 +94,17 @@ def paired(runs: Any) -> list[dict[str, Any]]:
         for r, q in zip(out, adjusted, strict=True):
             r["holm_p"] = float(q)
     return out
+
+
+def detectable_text(row: dict[str, Any]) -> str:
+    return "" if row.get("detectable") is None else f"{100 * row['detectable']:.1f}"
+
+
+def verdict(row: dict[str, Any]) -> str:
+    """A pair's difference as a reader should take it: ranked only when the pair could detect it."""
+    if not row.get("distinguishable"):
+        return "not distinguishable"
+    return ("A higher" if row["difference"] > 0 else "B higher") + (" (p < 0.05)" if row["holm_p"] < 0.05 else "")
 
 
 def comparable_pairs(runs: Any) -> list[tuple[Any, Any]]:

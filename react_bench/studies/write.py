@@ -11,7 +11,7 @@ from react_bench.studies.frontier import frontier, frontier_markdown
 from react_bench.studies.plots import plot_frontier, plot_k_curve, plot_learning_curves, plot_tokens
 from react_bench.studies.report import write_report
 from react_bench.studies.runs import md_cell, run_label
-from react_bench.studies.statistics import comparable_pairs, paired, question_diff
+from react_bench.studies.statistics import comparable_pairs, detectable_text, paired, question_diff, verdict
 from react_bench.studies.tables import LEGEND, context_comparison, custom_notes, learning_curves, table1, table3
 
 
@@ -29,8 +29,11 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
         lines += ["", "Runs to read with care:", *[f"- {n}" for n in custom]]
     if notes:
         lines += ["", "Runs not shown, and why:", *[f"- {n}" for n in notes]]
-    (out / "table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     pairs = paired(runs)
+    if pairs:  # what each pair can tell apart, under the table as compare.py prints it
+        lines += ["", "Paired comparisons (same task, same example ids; paired.md has the tests):"]
+        lines += [f"- {line}" for line in paired_lines(pairs)]
+    (out / "table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "paired.md").write_text(paired_markdown(pairs), encoding="utf-8")
     (out / "diff.md").write_text(diff_markdown(runs), encoding="utf-8")
     (out / "failures.md").write_text(failures_markdown(runs), encoding="utf-8")
@@ -81,18 +84,31 @@ def paired_markdown(rows: list[dict[str, Any]]) -> str:
         "",
         f"Holm's adjustment is over all {len(rows)} pairs of this study.",
         "",
-        "| task | A | B | n | A | B | A - B | 95% CI | A only | B only | McNemar p | Holm p |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+        "Detectable: the smallest difference McNemar's test detects at 80% power with the pair's n and the "
+        "share of examples on which the two disagree (Connor, 1987); a difference below it is not distinguishable.",
+        "",
+        "| task | A | B | n | A | B | A - B | 95% CI | A only | B only | McNemar p | Holm p | detectable | verdict |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         lines.append(
             f"| {r['task']} | {r['a']} | {r['b']} | {r['n']} | {100 * r['a_mean']:.1f} | {100 * r['b_mean']:.1f} | "
             f"{100 * r['difference']:+.1f} | [{100 * r['ci_low']:+.1f}, {100 * r['ci_high']:+.1f}] | "
-            f"{r['a_only']} | {r['b_only']} | {r['mcnemar_p']:.3g} | {r['holm_p']:.3g} |"
+            f"{r['a_only']} | {r['b_only']} | {r['mcnemar_p']:.3g} | {r['holm_p']:.3g} | "
+            f"{detectable_text(r)} | {verdict(r)} |"
         )
     if not rows:
         lines.append("(no two runs share a task and example ids)")
     return "\n".join(lines) + "\n"
+
+
+def paired_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per pair, as compare.py prints them under Table 1."""
+    return [
+        f"{r['task']}: {r['a']} vs {r['b']} (n={r['n']}): A - B = {100 * r['difference']:+.1f} points, "
+        f"detectable at 80% power: {detectable_text(r)} points; {verdict(r)}"
+        for r in rows
+    ]
 
 
 def diff_markdown(runs: Any) -> str:

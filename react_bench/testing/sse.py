@@ -277,6 +277,7 @@ class Reply:
     content: tuple[ContentBlock, ...]
     stop_reason: StopReason | None = None  # None: tool_use if a tool is called, else end_turn
     usage: Usage | None = None  # None: estimated, with the prompt-cache simulation
+    model: str | None = None  # the model id the response reports (the API's snapshot); None: the request's
 
     @staticmethod
     def text(text: str) -> Reply:
@@ -388,7 +389,7 @@ def build_message(reply: Reply, body: Mapping[str, Any], *, number: int, cache: 
         "id": f"msg_local_{number:04d}",
         "type": "message",
         "role": "assistant",
-        "model": body["model"],
+        "model": reply.model or body["model"],
         "content": content,
         "stop_reason": stop_reason.value,
         "stop_sequence": stop_sequence,
