@@ -62,7 +62,7 @@ def bad_inputs(tmp: Path, common: list[str], run_dir: Path) -> list[tuple[list[s
         ([*common, "run_id=../../x"], "run_id='../../x': use a plain name"),
         ([*common, "n=abc"], "n='abc': expected a whole number"),
         ([*common, f"resume={truncated}"], "run.json cannot be read"),
-        ([*common, "mode=nope"], "mode=nope: no such mode; choose one of act, cot"),
+        ([*common, "mode=nope"], "mode=nope: no such mode; choose one of act, best_of_k, cot"),
         ([*common, "task=nope"], "task=nope: no such task"),
         ([*common, "model=nope"], "model=nope: no such model"),
         ([*common, "context=nope"], "context=nope: no such context; choose one of compact, full"),
