@@ -71,7 +71,8 @@ def test_compare_writes_the_table_the_paired_tests_and_both_plots(
     assert "27.4" in rows["react"] and "30.4" in rows["react"]  # PaLM-540B and GPT-3 beside ReAct
     paired = (out / "paired.md").read_text()
     pairs = [line for line in paired.splitlines() if line.startswith("| hotpotqa")]
-    assert len(pairs) == 3 and all(line.count("|") == 13 for line in pairs)  # every two of the three runs, Holm's p
+    # every two of the three runs, Holm's p, the detectable difference and the verdict
+    assert len(pairs) == 3 and all(line.count("|") == 15 for line in pairs)
     failures = (out / "failures.md").read_text()
     assert len([line for line in failures.splitlines() if line.startswith("| hotpotqa")]) == 3
     for name in ("cot_sc_k_curve.png", "tokens_per_step.png"):

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.record import Cost, RunHeader, RunMetrics
+from react_bench.results import iter_example_records, summarize
 from react_bench.tasks import task_info
 
 
@@ -28,7 +29,9 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
     rows = []
     for run_dir in find_runs(paths):
         run = RunHeader.read(run_dir)
-        m = RunMetrics.read(run_dir)  # None: a run that has not finished once
+        m = RunMetrics.read(run_dir)  # None: a run that has not finished once: its figures from its records
+        if m is None and (run_dir / "examples.jsonl").is_file():
+            m = summarize(run_dir, task_info(run.task)) if next(iter_example_records(run_dir), None) else None
         config = run.config
         task = run.task
         primary = task_info(task).primary_metric
@@ -52,6 +55,10 @@ def load_runs(paths: Iterable[str | Path]) -> Any:
                 "ci_high": score and score.ci95[1],
                 "n": m and m.n,
                 "n_planned": run.n_examples,
+                # a run killed before its end: its finished examples, of how many ("22 of 30"); "" when whole
+                "partial": f"{m.n if m else 0} of {run.n_examples * run.epochs}"
+                if (m.n if m else 0) < run.n_examples * run.epochs
+                else "",
                 "errors": m.errors if m else 0,
                 "cost_usd": cost.total,
                 "cost_per_correct": cost.per_correct,

@@ -19,9 +19,13 @@ LEGEND = (
 
 
 def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
+    if row.get("mean") is None or row["mean"] != row["mean"]:  # no finished example yet: nothing to score
+        return f"no finished example (0 of {row.get('n_planned') or 0})"
     marks = ("*" if row["protocol"] == "custom" else "") + ("†" if len(ids_of_task) > 1 else "")
     marks += ("‡" if row["errors"] else "") + ("§" if row["not_applied"] else "")
-    cell = f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={row['n']}){marks}"
+    cell = f"{100 * row['mean']:.1f} [{100 * row['ci_low']:.1f}, {100 * row['ci_high']:.1f}] (n={int(row['n'])}){marks}"
+    if row.get("partial"):  # killed before its end: its finished examples, said
+        cell += f"; partial: {row['partial']}"
     if row.get("pass_at_k"):  # several attempts per example: how possibly, how reliably (the largest k)
         k = max(row["pass_at_k"])
         cell += f"; pass@{k} {100 * row['pass_at_k'][k]:.1f}, pass^{k} {100 * row['pass_hat_k'][k]:.1f}"
