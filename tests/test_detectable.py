@@ -71,8 +71,6 @@ async def test_compare_prints_what_two_runs_can_tell_apart(tmp_path: Path, monke
     paired = (out / "paired.md").read_text()
     assert "| 13.2 | not distinguishable |" in paired
     assert "not distinguishable" in (out / "report.html").read_text()
-    frontier = (out / "frontier.md").read_text()
-    assert "(step not distinguishable)" in frontier  # the cheaper-or-equal run and the step up to the other
 
 
 def test_plan_from_a_pilot_gives_examples_trials_and_price(tmp_path: Path) -> None:
@@ -150,3 +148,38 @@ def test_plan_from_a_pilot_gives_examples_trials_and_price(tmp_path: Path) -> No
         [sys.executable, str(REPO / "scripts" / "plan.py"), str(pilot)], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "detect=<points>" in bad.stderr
+
+
+def test_a_step_up_the_frontier_smaller_than_its_runs_can_detect_is_marked() -> None:
+    """Two runs of one task, the dearer one 5 points better on 20 examples each (detectable: about
+    29 points unpaired): the step is not distinguishable; 70 points better on 100: it is."""
+    import pandas as pd
+
+    from react_bench.studies import frontier
+
+    def run(run_id: str, mean: float, n: int, cost: float) -> dict[str, Any]:
+        return {
+            "task": "hotpotqa",
+            "mode": "react",
+            "runner": "text",
+            "model": "m",
+            "run_id": run_id,
+            "n": n,
+            "mean": mean,
+            "ci_low": mean - 0.1,
+            "ci_high": mean + 0.1,
+            "cost_usd": cost,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "oracle_feedback": False,
+            "chosen_by_reward": False,
+        }
+
+    close = frontier(pd.DataFrame([run("cheap", 0.90, 20, 1.0), run("dear", 0.95, 20, 2.0)]))
+    steps = dict(zip(close["run_id"], close["step"], strict=True))
+    assert steps == {"cheap": "", "dear": "not distinguishable"}
+    far = frontier(pd.DataFrame([run("cheap", 0.20, 100, 1.0), run("dear", 0.90, 100, 2.0)]))
+    assert dict(zip(far["run_id"], far["step"], strict=True)) == {"cheap": "", "dear": "distinguishable"}
+    assert detectable_unpaired(20, 0.95, 20, 0.90) == pytest.approx(
+        2.8016 * (0.95 * 0.05 / 20 + 0.09 / 20) ** 0.5, abs=1e-3
+    )

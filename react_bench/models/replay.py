@@ -168,13 +168,20 @@ def load_cassette(path: str | Path) -> tuple[CassetteKind, dict[str, list[Record
 
 
 def recorded_from_line(line: dict[str, Any]) -> list[Recorded]:
-    """The calls of one cassette line, as they were recorded: responses with their stop reasons
-    (and their usage, where the line keeps it: a Reflexion trial log's), failures as failures."""
+    """The calls of one cassette line, as they were recorded: responses with their stop reasons and
+    the model each reported (and their usage, where the line keeps it: a Reflexion trial log's),
+    failures as failures."""
     if "completions" in line:
         responses = [_failure(t) or _text_response(t) for t in line["completions"]]
     else:
         responses = [_failure(b) or _block_response(b) for b in line["responses"]]
     responses = _with_stops(responses, line.get("stop_reasons"))
+    models = line.get("models")
+    if isinstance(models, list):  # the model each response reported: a replay reports the same
+        responses = [
+            replace(r, model=str(m)) if isinstance(r, ModelResponse) and isinstance(m, str) and m else r
+            for r, m in zip(responses, [*models, *[None] * len(responses)], strict=False)
+        ]
     usages = line.get("usage")
     if isinstance(usages, list):
         responses = [
