@@ -40,7 +40,7 @@ from typing import Any, Literal, get_args
 from react_bench.environment import Example
 from react_bench.errors import ConfigError, settings_of
 from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
-from react_bench.methods.lats import VALUE_SUFFIX, parse_value, value_parts
+from react_bench.methods.lats import VALUE_SUFFIX, parse_value, unlike_lats_runs, value_parts
 from react_bench.methods.pricing import Estimate, Pricing, step_growth, text_call_usage, times
 from react_bench.models.base import ModelError
 from react_bench.models.collector import StreamProtocolError
@@ -99,14 +99,8 @@ class BestOfK(Method):
         return {"feedback": "oracle" if oracle else "honest"}
 
     def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
-        """LATS's best-of-k figures were made with gpt-3.5, WebShop's on its own catalog."""
-        said = []
-        if task == "webshop" and not (run.get("env") or {}).get("url"):
-            said.append("this run's shop is the project's generated catalog, not WebShop's own")
-        model = str(run.get("model") or "")
-        if model and "gpt-3.5" not in model:
-            said.append(f"{model}, not gpt-3.5")
-        return said
+        """LATS's best-of-k figures were made as its search's were: gpt-3.5, WebShop's own catalog."""
+        return unlike_lats_runs(task, run)
 
     def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
         return {VALUE_PROMPT: task_exemplars("lats", task, self.name)}

@@ -123,6 +123,19 @@ LATS_CONDITIONS: dict[str, tuple[bool, str | None]] = {
 }
 
 
+def unlike_lats_runs(task: str, run: Mapping[str, Any]) -> list[str]:
+    """What differs between ``run`` and the runs behind LATS's tables (its search and its baselines):
+    the data (WebShop's own catalog) and the model (gpt-3.5)."""
+    said = []
+    _, data = LATS_CONDITIONS.get(task, (None, None))
+    if data is not None and not (run.get("env") or {}).get("url"):
+        said.append(f"this run's shop is the project's generated catalog, not {data}")
+    model = str(run.get("model") or "")
+    if model and "gpt-3.5" not in model:
+        said.append(f"{model}, not gpt-3.5")
+    return said
+
+
 @dataclass(frozen=True)
 class LatsConfig:
     """``lats.*``: the search's size and its feedback (module docstring: where each comes from)."""
@@ -763,16 +776,13 @@ class Lats(Method):
     def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
         """LATS's figures were made with the gold answer as the terminal reward on HotpotQA, on WebShop's
         own catalog, with gpt-3.5 (``LATS_CONDITIONS``)."""
-        said = []
-        oracle, data = LATS_CONDITIONS.get(task, (None, None))
-        if oracle is True and not run.get("oracle_feedback"):
-            said.append("this run's feedback is honest; LATS's was the gold answer")
-        if data is not None and not (run.get("env") or {}).get("url"):
-            said.append(f"this run's shop is the project's generated catalog, not {data}")
-        model = str(run.get("model") or "")
-        if model and "gpt-3.5" not in model:
-            said.append(f"{model}, not gpt-3.5")
-        return said
+        oracle, _ = LATS_CONDITIONS.get(task, (None, None))
+        said = (
+            ["this run's feedback is honest; LATS's was the gold answer"]
+            if oracle and not run.get("oracle_feedback")
+            else []
+        )
+        return said + unlike_lats_runs(task, run)
 
     def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
         return {"reflexion": reflection_prompt(task), "lats": value_prompt(task)}
