@@ -128,13 +128,13 @@ async def drift(
     old = {(r.id, r.epoch): r for r in iter_example_records(run_dir)}
     if not old:
         raise ConfigError(f"{run_dir} has no finished example to rerun")
+    given = {k.removeprefix("model."): v for k, v in dict(restated or {}).items()}
     if model is None:  # the run's own model: its endpoint and key variable under resume's rules
-        given = {k.removeprefix("model."): v for k, v in dict(restated or {}).items()}
         route = own_route(
             {"model": given}, composed, [f"model.{k}" for k in given], run_dir, data.get("route_signature")
         )
     else:
-        route = {**model, **{k.removeprefix("model."): v for k, v in dict(restated or {}).items()}}
+        route = {**model, **given}
     cfg = RunConfig.from_mapping({**composed, "model": route})
     ids = tuple(dict.fromkeys(i for i, _ in old))  # the order the run recorded them
     run_id = f"{safe_name(run_dir.resolve().name)}-drift-{dt.datetime.now(dt.UTC).strftime('%Y%m%d-%H%M%S-%f')}"

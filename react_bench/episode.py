@@ -1,7 +1,7 @@
 """One example solved, wherever it runs: in the run's own process or on a Ray worker (``executors/ray.py``).
 
 ``build_solver`` builds what solving needs from a ``RunConfig`` (the task's prompts, its
-environment factory, the ``modes.Solver`` over a model stack); ``evaluate.Run.prepare`` and
+environment factory, the ``methods.core.Solver`` over a model stack); ``evaluate.Run.prepare`` and
 each Ray worker call it, so a worker solves exactly as the run's own process would.
 ``solve_example`` runs one example inside its recording and counting scopes and returns a
 ``Solved``: the outcome with everything the writer needs about the example's calls (the

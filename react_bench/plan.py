@@ -30,7 +30,7 @@ from typing import Any
 from react_bench.errors import ConfigError
 from react_bench.metrics import Z80, Z95
 from react_bench.record import RunHeader
-from react_bench.results import iter_example_records
+from react_bench.results import flip_share, iter_example_records
 
 TRIALS = (1, 3, 5)
 
@@ -41,6 +41,7 @@ class Pilot:
     header: RunHeader
     attempts: dict[str, list[bool]]  # example id -> its outcomes, attempt by attempt
     cost_per_attempt: float | None
+    flips: float | None  # the share of examples whose outcome differs between attempts (results.flip_share)
 
     @staticmethod
     def read(run_dir: Path) -> Pilot:
@@ -53,7 +54,8 @@ class Pilot:
             attempts.setdefault(r.id, []).append(r.correct)
         costs = [r.cost_usd for r in records]
         known = None not in costs
-        return Pilot(Path(run_dir), header, attempts, sum(c or 0.0 for c in costs) / len(records) if known else None)
+        cost = sum(c or 0.0 for c in costs) / len(records) if known else None
+        return Pilot(Path(run_dir), header, attempts, cost, flip_share(records))
 
     @property
     def score(self) -> float:
@@ -67,10 +69,6 @@ class Pilot:
         if not several:
             return None
         return sum((s := sum(a) / len(a)) * (1 - s) * len(a) / (len(a) - 1) for a in several) / len(several)
-
-    def flips(self) -> float | None:
-        several = [a for a in self.attempts.values() if len(a) > 1]
-        return sum(len(set(a)) > 1 for a in several) / len(several) if several else None
 
 
 def _firsts(pilot: Pilot) -> dict[str, bool]:
@@ -194,7 +192,7 @@ def plan(run_dirs: Sequence[Path], detect: float | None = None, width: float | N
         "width": width,
         "discordance": disagree if detect is not None else None,
         "discordance_source": source,
-        "flips_between_trials": pilots[0].flips(),
+        "flips_between_trials": pilots[0].flips,
         "within_variance": within,
         "rows": rows,
     }

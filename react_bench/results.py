@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -158,7 +158,7 @@ def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
         epochs=run.epochs,
         pass_at=_repeated(records, run.epochs, pass_at_k),
         pass_hat=_repeated(records, run.epochs, pass_hat_k),
-        flips=_flips(records) if run.epochs > 1 else None,
+        flips=flip_share(records) if run.epochs > 1 else None,
         **method_summary(records, run),
     )
 
@@ -170,7 +170,7 @@ def method_summary(records: list[ExampleRecord], run: RunHeader) -> dict[str, An
     return method.summarize(records, run.config.get("solve") or {}) if method is not None else {}
 
 
-def _flips(records: list[ExampleRecord]) -> float | None:
+def flip_share(records: Sequence[ExampleRecord]) -> float | None:
     """The share of examples with several attempts whose outcome differs between them."""
     attempts: dict[str, set[bool]] = {}
     counts: Counter[str] = Counter()

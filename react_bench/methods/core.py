@@ -1,9 +1,11 @@
-"""The paper's prompting modes on the shared loop, and the two combinations.
+"""The shared solver, ``Method`` (what a method is to everything outside ``methods/``), and the
+paper's prompting modes on the shared loop with the two combinations.
 
-One table, ``MODE_SPECS``, says what each mode is: the part that runs first, and the part
-that takes over when the first gives no usable answer (the backoff). Everything that needs
-to know about a mode (the prompts it loads, whether it needs the environment, which requests
-it sends) reads that table; ``Solver.solve`` dispatches on it.
+A ``ModeSpec`` says what a mode of parts is: the part that runs first, and the part that takes
+over when the first gives no usable answer (the backoff). ``MODE_SPECS`` holds the paper's; each
+becomes a ``Method`` (``METHODS``), and the base ``Method.solve`` runs the parts. ``Solver.solve``
+asks the method; Reflexion, LATS and best-of-k solve in their own modules (``methods.registry``
+finds them all).
 
 | mode | first part | backoff part (when) |
 | --- | --- | --- |
@@ -15,8 +17,6 @@ it sends) reads that table; ``Solver.solve`` dispatches on it.
 | ``react_cot_sc`` | ReAct | CoT-SC, when ReAct gives no answer within the step cap |
 | ``cot_sc_react`` | CoT-SC | ReAct, when the majority answer has fewer than n/2 votes |
 | ``react_im`` | ReAct with Inner-Monologue-style thoughts (its own exemplars; ALFWorld, text runner) | |
-| ``reflexion`` | ReAct trials, each judged; a reflection after a failure, kept for the next (``reflexion.py``) | |
-| ``lats`` | tree search over ReAct steps: sampled children, a model as value function (``lats.py``) | |
 
 Decisions written down:
 - Every part runs through ``loop.run_episode``; the one-call parts are one-step episodes. An
@@ -135,8 +135,8 @@ def prompt_key(part: Part, runner: Runner) -> str:
 
 
 Mode = str  # a method's name: one the registry holds (``methods.registry``)
-# The paper's modes and its Table 3 ablation: each a ``Method`` of its parts (``methods/paper.py``
-# registers them). Reflexion, LATS and the methods after them are written in their own modules.
+# The paper's modes and its Table 3 ablation: each a ``Method`` of its parts (``METHODS`` below).
+# Reflexion, LATS and the methods after them are written in their own modules.
 MODE_SPECS: dict[str, ModeSpec] = {
     "standard": ModeSpec("standard"),
     "cot": ModeSpec("cot"),
@@ -148,9 +148,6 @@ MODE_SPECS: dict[str, ModeSpec] = {
     # the paper's Table 3 ablation: ReAct whose thoughts only decompose the goal and name the subgoal
     "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
 }
-MODES: tuple[str, ...] = tuple(MODE_SPECS)
-
-
 METHOD_FIELDS = ("reflexion", "lats", "options")  # SolveSettings' fields of a method's own settings
 
 
