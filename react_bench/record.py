@@ -116,10 +116,12 @@ class Episode:
     def messages(self) -> list[Message]:
         return [message_from_dict(m) for m in self.history]
 
-    def steps(self) -> list[Step]:
+    def steps(self, *, text: bool = True) -> list[Step]:
         """The episode's steps: the model's text of step k is the k-th assistant turn of the
-        history; its actions, their observations, a parse error and the usage come from the events."""
-        said = [m.text for m in self.messages() if m.role == "assistant"]
+        history; its actions, their observations, a parse error and the usage come from the events.
+        ``text=False``: each step's text is left empty (the history is not read: what a summary of
+        a large run needs is in the events)."""
+        said = [m.text for m in self.messages() if m.role == "assistant"] if text else []
         steps: dict[int, dict[str, Any]] = {}
         pending: dict[str, dict[str, Any]] = {}  # call id -> its action, until its observation
         for event in self.events:
@@ -332,7 +334,7 @@ class ExampleRecord:
 
     def executed(self) -> list[StepAction]:
         """Every action the environment answered, over the example's episodes, in order."""
-        return [a for e in self.trajectory for s in e.steps() for a in s.actions if a.observation is not None]
+        return [a for e in self.trajectory for s in e.steps(text=False) for a in s.actions if a.observation is not None]
 
     @staticmethod
     def of(record: ExampleRecord | Mapping[str, Any]) -> ExampleRecord:

@@ -5,7 +5,9 @@ which stays honest at small n (3 of 3 right: [43.9, 100]); a graded score (F1, W
 reward) the percentile bootstrap (``metrics.score_ci``).
 
 ``load_examples(run_dir)`` gives the examples as a pandas DataFrame (one row per example,
-the trajectory kept as a column of dicts) for notebooks; ``summarize`` computes the run's
+the trajectory kept as a column of dicts) for small runs; for a run of any size a notebook lists
+the examples without their trajectories (``studies.export.examples_table``) and reads one when it
+shows it (``read_example``); ``summarize`` computes the run's
 metrics from ``examples.jsonl`` alone, so a resumed or crashed run is scored the same way
 as one that ran in one go.
 """
@@ -15,13 +17,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.core import Method
 from react_bench.methods.registry import find_method
 from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
-from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, TrialCurve
+from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, StepAction, TrialCurve
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -43,36 +46,178 @@ def iter_example_records(run_dir: Path) -> Iterator[ExampleRecord]:
                 yield ExampleRecord.from_dict(json.loads(line))
 
 
+def read_example(run_dir: str | Path, example_id: str, epoch: int = 1) -> ExampleRecord | None:
+    """One example's record (its attempt ``epoch``), read line by line until it is found: what a
+    notebook shows of a run too large to hold (``studies.export.examples_table`` is its list)."""
+    for record in iter_example_records(Path(run_dir)):
+        if record.id == example_id and record.epoch == epoch:
+            return record
+    return None
+
+
 def iter_records(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The same records as dicts in the current layout (pandas, and readers by key)."""
     for record in iter_example_records(run_dir):
         yield record.to_dict()
 
 
-@dataclass(frozen=True)
-class _Row:
-    """What ``summarize`` keeps of one record: the record without its trajectory, its scores as
-    numbers, and the figures read from the trajectory (failure label, grounded, actions), so a run
-    of any size is summarised holding one trajectory at a time."""
+class Summary:
+    """A run's metrics from its records, taken one at a time (``add``), holding per example only
+    what the figures need: its scores as numbers, its id and outcome where attempts are paired
+    (epochs > 1), and the record without its trajectory only when the run's method summarises
+    records (Reflexion, LATS, best-of-k). ``summarize`` feeds it ``examples.jsonl``; a study's scan
+    (``studies.scan``) feeds it while it reads the same lines for everything else, so a run of any
+    size is summarised in one pass and bounded memory. ``metrics()`` is metrics.json."""
 
-    record: ExampleRecord
-    scores: Mapping[str, float]
-    failure_label: str
-    groundable: bool
-    grounded: bool
-    actions: Mapping[str, int]
+    def __init__(self, run_dir: Path, info: TaskInfo) -> None:
+        self.run_dir, self.info = Path(run_dir), info
+        self.run = RunHeader.read(run_dir)
+        method = find_method(self.run.mode)
+        # the records (trajectory-less) only for a method that summarises them
+        self._method = method if method is not None and type(method).summarize is not Method.summarize else None
+        self.kept: list[ExampleRecord] = []
+        self.n = 0
+        self.scores: dict[str, list[float]] = {}
+        self.errored: list[str] = []
+        self.labels: Counter[str] = Counter()
+        self.grounded_n = self.grounded_hits = self.grounded_right = 0
+        self.acted: Counter[str] = Counter()
+        self.usage = Usage()
+        self.sums: Counter[str] = Counter()  # integer figures summed over records
+        self.reasons: Counter[str] = Counter()
+        self.routes: Counter[str] = Counter()
+        self.stop_reasons: Counter[str] = Counter()
+        self.repairs: Counter[str] = Counter()
+        self.cache = {"hits": 0, "misses": 0}
+        self.out_of_label_set: int | None = None
+        self.timed_n, self.timed_s, self.timed_calls = 0, 0.0, 0
+        self.spent: float | None = 0.0  # None once any record's price is unknown
+        self.saved: float | None = 0.0
+        self.groups: dict[str, dict[str, list[float]]] = {}
+        self.attempts: dict[str, list[bool]] = {}  # id -> outcome per attempt (epochs > 1)
 
+    def add(self, record: ExampleRecord, executed: Sequence[StepAction] | None = None) -> str:
+        """Take one record in; returns its failure label (``executed``: its actions, when the
+        caller has them already)."""
+        info = self.info
+        executed = record.executed() if executed is None else executed
+        label = failure_label(record, executed)
+        if self.n == 0:  # which metrics a run has is read from its first record, as ever
+            self.scores = {m: [] for m in info.metrics if m in record.scores}
+            self.out_of_label_set = 0 if "in_label_set" in record.scores else None
+        self.n += 1
+        for name, values in self.scores.items():
+            values.append(float(record.scores[name]))
+        if record.reason == "error":
+            self.errored.append(record.id)
+        self.labels[label] += 1
+        # Grounded: over the examples whose answer a page could say (not yes / no; None for tasks
+        # whose answers are labels or rewards), the same denominator for every runner and mode.
+        if info.grounded_answers and groundable(record.gold):
+            hit = grounded(record.prediction, [a.observation or "" for a in executed])
+            self.grounded_n += 1
+            self.grounded_hits += hit
+            self.grounded_right += hit and record.correct
+        # steps: model turns; actions: environment actions executed (the answer action included). The
+        # text runner executes one action a turn; the tool-use runner may execute several at once.
+        self.acted.update(action_counts(record, executed))
+        self.usage = self.usage + record.usage
+        for name in ("calls", "retries", "replaced_chars", "cache_write_failures", "bad_calls", "steps"):
+            self.sums[name] += getattr(record, name)
+        self.sums["refused"] += record.reason == "refused"
+        self.reasons[record.reason] += 1
+        self.routes[record.route] += 1
+        self.stop_reasons.update(record.stop_reasons)
+        self.repairs.update(record.repairs)
+        for k in self.cache:
+            self.cache[k] += int(record.request_cache.get(k) or 0)
+        if self.out_of_label_set is not None and not record.scores.get("in_label_set", True):
+            self.out_of_label_set += 1
+        if record.wall_s is not None:  # None: runs made before it was kept
+            self.timed_n, self.timed_s, self.timed_calls = (
+                self.timed_n + 1,
+                self.timed_s + float(record.wall_s),
+                self.timed_calls + record.calls,
+            )
+        self.spent = None if self.spent is None or record.cost_usd is None else self.spent + record.cost_usd
+        self.saved = None if self.saved is None or record.saved_usd is None else self.saved + record.saved_usd
+        self.sums["correct"] += record.correct
+        metric = info.primary_metric
+        for key in info.groups:
+            value = record.metadata.get(key)
+            if value is not None and metric in self.scores:
+                self.groups.setdefault(key, {}).setdefault(str(value), []).append(float(record.scores[metric]))
+        if self.run.epochs > 1:
+            self.attempts.setdefault(record.id, []).append(record.correct)
+        if self._method is not None:
+            self.kept.append(replace(record, trajectory=()))
+        return label
 
-def _row(record: ExampleRecord, info: TaskInfo) -> _Row:
-    able = info.grounded_answers and groundable(record.gold)
-    return _Row(
-        record=replace(record, trajectory=()),
-        scores={m: float(record.scores[m]) for m in info.metrics if m in record.scores},
-        failure_label=failure_label(record),
-        groundable=able,
-        grounded=able and grounded(record.prediction, observations(record)),
-        actions=action_counts(record),
-    )
+    def metrics(self) -> RunMetrics:
+        run, info, n = self.run, self.info, self.n
+        scores = {}
+        for name, values in self.scores.items():
+            ci = score_ci(values, seed=0)  # Wilson's for 0/1 scores, else the bootstrap
+            scores[name] = Score(ci.mean, (ci.low, ci.high), ci.method)
+        actions = self.acted["actions"]
+        grounded_n = self.grounded_n
+        extra = self._method.summarize(self.kept, run.config.get("solve") or {}) if self._method is not None else {}
+        return RunMetrics(
+            run_id=run.run_id,
+            task=info.name,
+            model=run.model_name,
+            mode=run.mode,
+            runner=run.runner,
+            n=n,
+            n_planned=run.n_examples * run.epochs,
+            primary_metric=info.primary_metric,
+            metrics=tuple(info.metrics),
+            scores=scores,
+            fingerprint=run.fingerprint,
+            protocol=run.protocol,
+            endpoint=run.endpoint,
+            sdk=run.sdk,
+            not_applied=tuple(run.not_applied),
+            usage=self.usage,
+            calls=self.sums["calls"],
+            left_out=run.left_out,  # unreadable data skipped on request
+            reasons=dict(self.reasons),
+            routes=dict(self.routes),
+            # An error is an example a fault kept from answering (after the retries): scored as wrong in
+            # every mean above, and counted apart from wrong answers, so it can be rerun.
+            errors=len(self.errored),
+            errored_ids=tuple(self.errored),
+            retries=self.sums["retries"],
+            request_cache=dict(self.cache),
+            replaced_chars=self.sums["replaced_chars"],
+            stop_reasons=dict(self.stop_reasons),
+            refused=self.sums["refused"],
+            cache_write_failures=self.sums["cache_write_failures"],
+            bad_calls=self.sums["bad_calls"],
+            repairs=dict(self.repairs),
+            # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
+            out_of_label_set=self.out_of_label_set,
+            cost=_cost(n, self.sums["correct"], self.spent, self.saved, _superseded_spent(self.run_dir)),
+            failure_labels={label: self.labels[label] for label in FAILURE_LABELS if self.labels[label]},
+            grounded_n=grounded_n,
+            grounded=self.grounded_hits / grounded_n if grounded_n else None,
+            grounded_accuracy=self.grounded_right / grounded_n if grounded_n else None,
+            mean_steps=self.sums["steps"] / n if n else 0.0,
+            wall_per_example_s=self.timed_s / self.timed_n if self.timed_n else None,
+            wall_per_call_s=self.timed_s / self.timed_calls if self.timed_n and self.timed_calls else None,
+            # of every action executed: the share the environment refused (WebShop's "Invalid action!",
+            # ALFWorld's "Nothing happens.", Wikipedia's "Invalid action: ..."), and the thoughts written as actions
+            mean_actions=actions / n if n else 0.0,
+            actions=actions,
+            invalid_rate=self.acted["invalid"] / actions if actions else 0.0,
+            think_share=self.acted["think"] / actions if actions else 0.0,
+            by_group=_breakdown(self.groups),
+            epochs=run.epochs,
+            pass_at=_repeated(self.attempts, run.epochs, pass_at_k),
+            pass_hat=_repeated(self.attempts, run.epochs, pass_hat_k),
+            flips=_flips(self.attempts) if run.epochs > 1 else None,
+            **extra,
+        )
 
 
 def load_examples(run_dir: str | Path):
@@ -82,115 +227,34 @@ def load_examples(run_dir: str | Path):
 
 
 def summarize(run_dir: Path, info: TaskInfo) -> RunMetrics:
-    """The run's metrics from ``examples.jsonl`` alone (``RunMetrics.to_dict`` is metrics.json)."""
-    rows = [_row(r, info) for r in iter_example_records(run_dir)]
-    records = [row.record for row in rows]
-    run = RunHeader.read(run_dir)
-    scores = {}
-    for name in (m for m in info.metrics if rows and m in rows[0].scores):
-        ci = score_ci([row.scores[name] for row in rows], seed=0)  # Wilson's for 0/1 scores, else the bootstrap
-        scores[name] = Score(ci.mean, (ci.low, ci.high), ci.method)
-    # An error is an example a fault kept from answering (after the retries): scored as wrong in
-    # every mean above, and counted apart from wrong answers, so it can be rerun.
-    errored = tuple(r.id for r in records if r.reason == "error")
-    labels = Counter(row.failure_label for row in rows)
-    # Grounded: over the examples whose answer a page could say (not yes / no; None for tasks
-    # whose answers are labels or rewards), the same denominator for every runner and mode.
-    able = [row for row in rows if row.groundable]
-    # steps: model turns; actions: environment actions executed (the answer action included). The
-    # text runner executes one action a turn; the tool-use runner may execute several at once.
-    acted: Counter[str] = sum((Counter(row.actions) for row in rows), Counter())
-    actions = acted["actions"]
-    timed = [r for r in records if r.wall_s is not None]  # None: runs made before it was kept
-    timed_s, timed_calls = sum(float(r.wall_s or 0.0) for r in timed), sum(r.calls for r in timed)
-    return RunMetrics(
-        run_id=run.run_id,
-        task=info.name,
-        model=run.model_name,
-        mode=run.mode,
-        runner=run.runner,
-        n=len(rows),
-        n_planned=run.n_examples * run.epochs,
-        primary_metric=info.primary_metric,
-        metrics=tuple(info.metrics),
-        scores=scores,
-        fingerprint=run.fingerprint,
-        protocol=run.protocol,
-        endpoint=run.endpoint,
-        sdk=run.sdk,
-        not_applied=tuple(run.not_applied),
-        usage=sum((r.usage for r in records), Usage()),
-        calls=sum(r.calls for r in records),
-        left_out=run.left_out,  # unreadable data skipped on request
-        reasons=dict(Counter(r.reason for r in records)),
-        routes=dict(Counter(r.route for r in records)),
-        errors=len(errored),
-        errored_ids=errored,
-        retries=sum(r.retries for r in records),
-        request_cache={k: sum(int(r.request_cache.get(k) or 0) for r in records) for k in ("hits", "misses")},
-        replaced_chars=sum(r.replaced_chars for r in records),
-        stop_reasons=dict(sum((Counter(r.stop_reasons) for r in records), Counter())),
-        refused=sum(1 for r in records if r.reason == "refused"),
-        cache_write_failures=sum(r.cache_write_failures for r in records),
-        bad_calls=sum(r.bad_calls for r in records),
-        repairs=dict(sum((Counter(r.repairs) for r in records), Counter())),
-        # FEVER answers outside SUPPORTS / REFUTES / NOT ENOUGH INFO (scored wrong, counted here)
-        out_of_label_set=(
-            sum(1 for r in records if not r.scores["in_label_set"])
-            if records and "in_label_set" in records[0].scores
-            else None
-        ),
-        cost=_cost(records, _superseded_spent(Path(run_dir))),
-        failure_labels={label: labels[label] for label in FAILURE_LABELS if labels[label]},
-        grounded_n=len(able),
-        grounded=sum(row.grounded for row in able) / len(able) if able else None,
-        grounded_accuracy=sum(row.grounded and row.record.correct for row in able) / len(able) if able else None,
-        mean_steps=sum(r.steps for r in records) / len(records) if records else 0.0,
-        wall_per_example_s=timed_s / len(timed) if timed else None,
-        wall_per_call_s=timed_s / timed_calls if timed and timed_calls else None,
-        # of every action executed: the share the environment refused (WebShop's "Invalid action!",
-        # ALFWorld's "Nothing happens.", Wikipedia's "Invalid action: ..."), and the thoughts written as actions
-        mean_actions=actions / len(records) if records else 0.0,
-        actions=actions,
-        invalid_rate=acted["invalid"] / actions if actions else 0.0,
-        think_share=acted["think"] / actions if actions else 0.0,
-        by_group=_breakdown(rows, info),
-        epochs=run.epochs,
-        pass_at=_repeated(records, run.epochs, pass_at_k),
-        pass_hat=_repeated(records, run.epochs, pass_hat_k),
-        flips=flip_share(records) if run.epochs > 1 else None,
-        **method_summary(records, run),
-    )
-
-
-def method_summary(records: list[ExampleRecord], run: RunHeader) -> dict[str, Any]:
-    """What the run's method adds to its metrics (``Method.summarize``: Reflexion's learning curve,
-    LATS's search); nothing for a method this process does not have (its records load as ever)."""
-    method = find_method(run.mode)
-    return method.summarize(records, run.config.get("solve") or {}) if method is not None else {}
+    """The run's metrics from ``examples.jsonl`` alone (``RunMetrics.to_dict`` is metrics.json),
+    read one record at a time (``Summary``)."""
+    summary = Summary(run_dir, info)
+    for record in iter_example_records(run_dir):
+        summary.add(record)
+    return summary.metrics()
 
 
 def flip_share(records: Sequence[ExampleRecord]) -> float | None:
     """The share of examples with several attempts whose outcome differs between them."""
-    attempts: dict[str, set[bool]] = {}
-    counts: Counter[str] = Counter()
-    for r in records:
-        attempts.setdefault(r.id, set()).add(r.correct)
-        counts[r.id] += 1
-    several = [i for i, c in counts.items() if c > 1]
-    return sum(len(attempts[i]) > 1 for i in several) / len(several) if several else None
-
-
-def _repeated(
-    records: list[ExampleRecord], epochs: int, estimate: Callable[[int, int, int], float]
-) -> dict[int, Score]:
-    """pass@k or pass^k (``estimate``) for k = 1 .. the fewest attempts any example has (``epochs``
-    when the run is whole), each the mean over examples of the per-example estimate, with its interval."""
-    if epochs < 2 or not records:
-        return {}
     attempts: dict[str, list[bool]] = {}
     for r in records:
         attempts.setdefault(r.id, []).append(r.correct)
+    return _flips(attempts)
+
+
+def _flips(attempts: Mapping[str, Sequence[bool]]) -> float | None:
+    several = [a for a in attempts.values() if len(a) > 1]
+    return sum(len(set(a)) > 1 for a in several) / len(several) if several else None
+
+
+def _repeated(
+    attempts: Mapping[str, Sequence[bool]], epochs: int, estimate: Callable[[int, int, int], float]
+) -> dict[int, Score]:
+    """pass@k or pass^k (``estimate``) for k = 1 .. the fewest attempts any example has (``epochs``
+    when the run is whole), each the mean over examples of the per-example estimate, with its interval."""
+    if epochs < 2 or not attempts:
+        return {}
     out: dict[int, Score] = {}
     for k in range(1, min(epochs, *(len(a) for a in attempts.values())) + 1):
         ci = score_ci([estimate(len(a), sum(a), k) for a in attempts.values()], seed=0)
@@ -210,9 +274,11 @@ FAILURE_LABELS = (
 )
 
 
-def action_counts(record: ExampleRecord | Mapping[str, Any]) -> dict[str, int]:
+def action_counts(
+    record: ExampleRecord | Mapping[str, Any], executed: Sequence[StepAction] | None = None
+) -> dict[str, int]:
     """Actions executed in a record's episodes, those that ended in an error, and thoughts."""
-    executed = ExampleRecord.of(record).executed()
+    executed = ExampleRecord.of(record).executed() if executed is None else executed
     return {
         "actions": len(executed),
         "invalid": sum(a.is_error for a in executed),
@@ -224,10 +290,10 @@ def observations(record: ExampleRecord | Mapping[str, Any]) -> list[str]:
     return [observation for _, _, observation in _executed(ExampleRecord.of(record))]
 
 
-def _executed(record: ExampleRecord) -> list[tuple[str, str, str]]:
+def _executed(record: ExampleRecord, executed: Sequence[StepAction] | None = None) -> list[tuple[str, str, str]]:
     """(action name, the action as called, observation) of every executed call, in order."""
     out = []
-    for action in record.executed():
+    for action in record.executed() if executed is None else executed:
         if action.text is not None:  # the text runner: the action as executed, "search[Ed Wood]"
             name, called = action.name, action.text.strip()
         elif action.name == "text_action":  # runs recorded before the environment seam
@@ -239,14 +305,15 @@ def _executed(record: ExampleRecord) -> list[tuple[str, str, str]]:
     return out
 
 
-def failure_label(record: ExampleRecord | Mapping[str, Any]) -> str:
-    """The example's label of ``FAILURE_LABELS`` (a record, or a line's dict as a notebook has it)."""
+def failure_label(record: ExampleRecord | Mapping[str, Any], actions: Sequence[StepAction] | None = None) -> str:
+    """The example's label of ``FAILURE_LABELS`` (a record, or a line's dict as a notebook has it;
+    ``actions``: its executed actions, when the caller has them already)."""
     r = ExampleRecord.of(record)
     if r.reason == "error":
         return "error"
     if r.correct:
         return "correct"
-    executed = _executed(r)
+    executed = _executed(r, actions)
     actions = [action for _, action, _ in executed]
     if any(actions.count(a) >= 3 for a in set(actions)):
         return "repeated_action"
@@ -260,8 +327,9 @@ def failure_label(record: ExampleRecord | Mapping[str, Any]) -> str:
     return "wrong_answer"
 
 
-def _cost(records: list[ExampleRecord], superseded: float | None = 0.0) -> Cost:
-    """What the run cost, in USD; None (unknown) where any example's price is unknown, never a silent 0.
+def _cost(n: int, correct: int, spent: float | None, saved: float | None, superseded: float | None = 0.0) -> Cost:
+    """What the run cost, in USD, from its ``n`` records' sums (``spent``/``saved``: None where any
+    record's price is unknown); None (unknown) where any example's price is unknown, never a silent 0.
 
     - ``spent``: the calls that reached the API (this run's, the errored attempts that
       ``retry_errors`` replaced included): the money, equal to pricing the API's own log;
@@ -269,18 +337,13 @@ def _cost(records: list[ExampleRecord], superseded: float | None = 0.0) -> Cost:
     - ``total``, ``per_example``, ``per_correct``: the price of the answers' calls, spent or
       saved alike, so a cached rerun costs what the first run cost and runs compare fairly.
     """
-    if not records:
+    if not n:
         return Cost(spent=superseded or 0.0, saved=0.0)
-    spent_known = [r.cost_usd for r in records if r.cost_usd is not None]
-    saved_known = [r.saved_usd for r in records if r.saved_usd is not None]
-    spent_ok, saved_ok = len(spent_known) == len(records), len(saved_known) == len(records)
-    spent = superseded + float(sum(spent_known)) if superseded is not None and spent_ok else None
-    saved = float(sum(saved_known)) if saved_ok else None
-    if not (spent_ok and saved_ok):
-        return Cost(spent=spent, saved=saved)
-    total = float(sum(spent_known) + sum(saved_known))
-    correct = sum(1 for r in records if r.correct)
-    return Cost(spent, saved, total, total / len(records), total / correct if correct else None)
+    spent_all = superseded + spent if superseded is not None and spent is not None else None
+    if spent is None or saved is None:
+        return Cost(spent=spent_all, saved=saved)
+    total = float(spent + saved)
+    return Cost(spent_all, saved, total, total / n, total / correct if correct else None)
 
 
 def _superseded_spent(run_dir: Path) -> float | None:
@@ -304,14 +367,7 @@ def billed_equivalent_input(usage: dict[str, int]) -> float:
     return usage["input_tokens"] + 1.25 * usage["cache_creation_input_tokens"] + 0.1 * usage["cache_read_input_tokens"]
 
 
-def _breakdown(rows: list[_Row], info: TaskInfo) -> dict[str, dict[str, GroupScore]]:
-    metric = info.primary_metric
-    groups: dict[str, dict[str, list[float]]] = {}
-    for row in rows:
-        for key in info.groups:
-            value = row.record.metadata.get(key)
-            if value is not None and metric in row.scores:
-                groups.setdefault(key, {}).setdefault(str(value), []).append(row.scores[metric])
+def _breakdown(groups: Mapping[str, Mapping[str, Sequence[float]]]) -> dict[str, dict[str, GroupScore]]:
     breakdown: dict[str, dict[str, GroupScore]] = {}
     for key, values in groups.items():
         breakdown[key] = {}

@@ -1,6 +1,7 @@
 """A picture of a study's static page: ``python scripts/screenshot_report.py STUDY_DIR OUT.png``.
 
-Opens ``STUDY_DIR/report.html`` (``scripts/compare.py`` writes it) in headless Chromium
+Opens ``STUDY_DIR/report.html`` (``scripts/compare.py`` writes it; ``--example RUN/ID`` opens one
+example's trajectory, as ``report.html#RUN/ID`` does) in headless Chromium
 (Debian's ``chromium``; ``$CHROMIUM`` names another binary) and saves a screenshot; with
 ``--dom OUT.html`` also the page as the browser parsed it. Exit 2 with one line if Chromium
 is missing.
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 
 def chromium() -> str | None:
@@ -32,11 +34,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--width", type=int, default=1300)
     parser.add_argument("--height", type=int, default=1100)
     parser.add_argument("--dom", type=Path, default=None)
+    parser.add_argument("--example", default=None, help="RUN/ID: open this example's trajectory")
     args = parser.parse_args(argv)
-    page = (args.study / "report.html").resolve()
-    if not page.is_file():
+    report = (args.study / "report.html").resolve()
+    if not report.is_file():
         print(f"error: no report.html in {args.study} (scripts/compare.py writes it)", file=sys.stderr)
         return 2
+    page = report.as_uri() + ("" if args.example is None else "#" + quote(args.example, safe="/"))
     binary = chromium()
     if binary is None:
         print("error: no Chromium found (apt-get install chromium, or set CHROMIUM)", file=sys.stderr)
@@ -51,12 +55,13 @@ def main(argv: list[str] | None = None) -> int:
             "--hide-scrollbars",
             f"--user-data-dir={profile}",
             f"--window-size={args.width},{args.height}",
+            "--virtual-time-budget=10000",  # until the page's scripts have loaded its first pages of examples
         ]
         subprocess.run(
-            [*common, f"--screenshot={args.out.resolve()}", page.as_uri()], check=True, capture_output=True, timeout=120
+            [*common, f"--screenshot={args.out.resolve()}", page], check=True, capture_output=True, timeout=120
         )
         if args.dom is not None:
-            dom = subprocess.run([*common, "--dump-dom", page.as_uri()], check=True, capture_output=True, timeout=120)
+            dom = subprocess.run([*common, "--dump-dom", page], check=True, capture_output=True, timeout=120)
             args.dom.write_bytes(dom.stdout)
     print(args.out)
     return 0

@@ -73,6 +73,13 @@ def compare_py(*paths: Path, out: Path) -> subprocess.CompletedProcess:
     )
 
 
+def report_and_pages(out: Path) -> str:
+    """A study's report.html with the pages of examples it loads on demand (``report_files/``), as
+    one text: what a reader of the page can reach."""
+    pages = sorted((out / "report_files").rglob("*.js"))
+    return "\n".join([(out / "report.html").read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in pages])
+
+
 def eval_without_a_key(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     """scripts/eval.py with no Anthropic key and the API unreachable: what a dry run needs (nothing)."""
     env = {k: v for k, v in os.environ.items() if k != "ANTHROPIC_API_KEY"} | {

@@ -364,7 +364,7 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
     report.html with the frontier and the search trees; the inspection notebook draws a tree."""
 
     from react_bench.methods.reflexion import ReflexionConfig
-    from tests.support import compare_py, run_notebook
+    from tests.support import compare_py, report_and_pages, run_notebook
 
     n = 3
     golds = gold_answers(n)
@@ -388,7 +388,7 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
     assert "LATS (ReAct) EM 63 (k=50, oracle feedback" in rows["lats"]
     assert "text-davinci-003 30 -> 55" in rows["reflexion"]
     assert any("| yes |" in line for line in rows.values()) and (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"
-    report = (out / "report.html").read_text()
+    report = report_and_pages(out)
     assert "Pareto frontier" in report and "search tree:" in report
     lats_dir = next(p for p in folder.rglob("lats-text/lats") if p.is_dir())
     monkeypatch.setenv("REACT_BENCH_RUN_DIR", str(lats_dir))

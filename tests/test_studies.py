@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, compare_py, records, run_dir_of, run_notebook
+from tests.support import REPO, compare_py, records, report_and_pages, run_dir_of, run_notebook
 
 UNIVERSAL = [" I look it up.\nAction 1: Finish[yes]\nAnswer: yes"] * 200  # every mode can read it
 
@@ -290,8 +290,8 @@ def test_a_sweep_over_both_runners_and_two_modes_is_one_table_of_four_rows_with_
     )
     assert section.count("| 5a") == 1 and first in section  # just the question the runners disagree on
     assert f"| {golds[first]} (right) | nobody (wrong) |" in section
-    report = (out / "report.html").read_text()
-    assert report.count("<details class='run'>") == 4 and "nobody" in report
+    report = report_and_pages(out)
+    assert (out / "report.html").read_text().count("<details class='run' ") == 4 and "nobody" in report
 
 
 def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Path, prepared_dir: Path) -> None:
@@ -322,7 +322,7 @@ def test_the_study_report_opens_in_a_real_browser(three_runs: Path, tmp_path: Pa
     )
     assert shot.returncode == 0, shot.stderr
     dom = (out / "dom.html").read_text()
-    assert dom.count('<details class="run">') == 3  # the browser parsed one section per run
+    assert dom.count('<details class="run" ') == 3  # the browser parsed one section per run
     assert "Were Scott Derrickson and Ed Wood of the same nationality?" in dom and "Chief of Protocol" in dom
     assert "Table 1 (ours beside the paper" in dom and "<img" in dom
     image = Image.open(out / "s.png").convert("L")

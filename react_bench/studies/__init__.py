@@ -1,19 +1,22 @@
 """Studies over finished runs: tables, statistics, plots, the frontier, the report, analysis, export
 and fine-tuning data.
 
-Reads run folders only (``run.json`` and ``examples.jsonl`` through ``results``); nothing in the
+Reads run folders only (``run.json`` and ``examples.jsonl`` through ``results``, each run's records
+once and line by line: ``scan``, so a study of any size fits in memory); nothing in the
 run path imports this floor. ``scripts/compare.py``, ``scripts/export.py``, ``scripts/annotate.py``,
 ``scripts/finetune_data.py`` and the notebooks use it. One module a concern, none over about 400 lines:
 
 | module | what |
 | --- | --- |
+| ``scan`` | one pass over a run's records for everything a study needs of it (and the report's pages) |
 | ``runs`` | find run folders, one row per run (``load_runs``), the labels a run goes by |
 | ``tables`` | Table 1, the notes beside it, Table 3, learning curves, context remedies, published figures |
 | ``statistics`` | paired tests, the per-question diff, accuracy at k, tokens per step |
 | ``frontier`` | cost against accuracy, the Pareto frontier |
 | ``plots`` | every figure of a study |
 | ``write`` | a study folder, every file of it (``write_study``) |
-| ``report`` | report.html, one static page of a study |
+| ``report`` | report.html, one static page of a study (``report.js``: its examples, paged) |
+| ``trajectory`` | one example's trajectory as HTML (the report's pages, the notebook) |
 | ``analysis`` | the paper's Table 2 (failure labels, by rule and by a judge) |
 | ``export`` | a run as inspect_ai's log, or as a table (parquet, CSV) |
 | ``finetune`` | fine-tuning data from successful trajectories (the paper's Figure 3) |
@@ -33,7 +36,7 @@ Decisions a next engineer needs:
   example ids differ from the other runs of its task, ``‡`` when examples ended in an error
   (scored as wrong), ``§`` when the model did not take a protocol setting. Nothing is mixed.
 - Paired comparisons (runs of one task over exactly the same example ids): the difference of
-  the primary metric, its 95% paired bootstrap CI (``scipy.stats.bootstrap``, paired, 10,000
+  the primary metric, its 95% paired bootstrap CI (``statistics.paired_bootstrap``, 10,000
   resamples, seeded) and McNemar's exact p (``statsmodels``), from the per-example correctness,
   with Holm's adjustment over all the pairs of the study beside the raw p (many pairs, many
   chances of a small p).

@@ -23,7 +23,7 @@ from typing import Any
 
 from react_bench.record import ExampleRecord, RunHeader, RunMetrics
 from react_bench.record import Score as RunScore
-from react_bench.results import iter_example_records
+from react_bench.results import failure_label, iter_example_records
 from react_bench.rundir import refuse_links, safe_name
 from react_bench.tasks import TaskInfo, task_info
 from react_bench.types import Usage
@@ -36,8 +36,9 @@ def _info(run_dir: Path) -> TaskInfo:
 
 
 def examples_table(run_dir: Path) -> Any:
-    """The examples as a flat pandas DataFrame: scalar columns (the task's scores after
-    ``correct``), usage and metadata spread out."""
+    """The examples as a flat pandas DataFrame, read line by line, without their trajectories:
+    scalar columns (the task's scores after ``correct``), the failure label, usage and metadata
+    spread out. The list a notebook filters (``results.read_example`` reads one trajectory)."""
     import pandas as pd
 
     metrics = _info(run_dir).metrics
@@ -45,6 +46,7 @@ def examples_table(run_dir: Path) -> Any:
     for r in iter_example_records(run_dir):
         row: dict[str, Any] = {
             "id": r.id,
+            "epoch": r.epoch,
             "question": r.question,
             "gold": r.gold,
             "prediction": r.prediction,
@@ -53,6 +55,7 @@ def examples_table(run_dir: Path) -> Any:
             "reward": r.reward,
             "steps": r.steps,
             "reason": r.reason,
+            "label": failure_label(r),
             "route": r.route,
             "backoff": r.backoff,
             "error": r.error,
@@ -100,11 +103,10 @@ def to_inspect_log(run_dir: Path) -> Any:
     metrics = RunMetrics.read(run_dir)
     if metrics is None:
         raise FileNotFoundError(f"{run_dir / 'metrics.json'}: the run has not finished once; resume it first")
-    records = list(iter_example_records(run_dir))
     config = run.config
     task, model = run.task, run.model_name
     info = task_info(task)
-    samples = [_sample(record, model, info) for record in records]
+    samples = [_sample(record, model, info) for record in iter_example_records(run_dir)]  # one record at a time
     spec = EvalSpec(
         run_id=run.run_id,
         created=run.started,
@@ -114,7 +116,7 @@ def to_inspect_log(run_dir: Path) -> Any:
             "runner": run.runner,
             "split": config["task"]["split"],
         },
-        dataset=EvalDataset(name=task, samples=len(records), sample_ids=[r.id for r in records]),
+        dataset=EvalDataset(name=task, samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
         config=EvalConfig(),
         metadata={
@@ -127,8 +129,8 @@ def to_inspect_log(run_dir: Path) -> Any:
     scores = [_score(name, metrics.scores[name]) for name in info.metrics if name in metrics.scores]
     return EvalLog(
         eval=spec,
-        status="success" if len(records) == run.n_examples else "started",
-        results=EvalResults(total_samples=run.n_examples, completed_samples=len(records), scores=scores),
+        status="success" if len(samples) == run.n_examples else "started",
+        results=EvalResults(total_samples=run.n_examples, completed_samples=len(samples), scores=scores),
         stats=EvalStats(started_at=run.started, completed_at=run.started, model_usage={model: _usage(metrics.usage)}),
         samples=samples,
     )

@@ -8,8 +8,8 @@ from typing import Any
 
 from react_bench.methods.core import ModeSpec
 from react_bench.methods.registry import find_method
-from react_bench.results import read_records
 from react_bench.studies.runs import run_title
+from react_bench.studies.scan import scan
 from react_bench.studies.statistics import k_curve, tokens_per_step
 
 
@@ -83,7 +83,7 @@ def plot_k_curve(runs: Any, path: Path) -> None:
     for row in runs.itertuples() if len(runs) else ():
         if getattr(_spec(row.mode), "samples", False):  # a mode with CoT-SC samples
             curve = k_curve(Path(row.run_dir), row.task, row.mode)
-            n = len(read_records(Path(row.run_dir)))
+            n = len(scan(row.run_dir).samples)
             if curve and n:
                 ks = range(1, len(curve) + 1)
                 (line,) = ax.plot(

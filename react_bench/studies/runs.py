@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.record import Cost, RunHeader, RunMetrics
-from react_bench.results import iter_example_records, summarize
+from react_bench.studies.scan import scan_runs
 from react_bench.tasks import task_info
 
 
@@ -22,16 +22,24 @@ def find_runs(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(runs)
 
 
-def load_runs(paths: Iterable[str | Path]) -> Any:
-    """One row per run (pandas): task, mode, runner, model, protocol, scores, cost, errors."""
+def load_runs(paths: Iterable[str | Path], report_dir: Path | None = None, run_ids: Iterable[str] | None = None) -> Any:
+    """One row per run (pandas): task, mode, runner, model, protocol, scores, cost, errors. Each run's
+    records are read once (``scan.scan_runs``; ``report_dir``: the same pass writes the report's
+    pages of that study folder); its figures are its records' (a killed run: what it finished),
+    metrics.json's where that covers the same records. ``run_ids``: only the runs of those ids."""
     import pandas as pd
 
     rows = []
-    for run_dir in find_runs(paths):
+    dirs = find_runs(paths)
+    if run_ids is not None:
+        wanted = set(run_ids)
+        dirs = [d for d in dirs if RunHeader.read(d).run_id in wanted]
+    scans = scan_runs(dirs, report_dir)
+    for run_dir in dirs:
         run = RunHeader.read(run_dir)
-        m = RunMetrics.read(run_dir)  # None: a run that has not finished once: its figures from its records
-        if m is None and (run_dir / "examples.jsonl").is_file():
-            m = summarize(run_dir, task_info(run.task)) if next(iter_example_records(run_dir), None) else None
+        m = RunMetrics.read(run_dir)
+        if m is None or m.n != scans[run_dir].records:  # not written yet, or a resumed run killed again
+            m = scans[run_dir].metrics
         config = run.config
         task = run.task
         primary = task_info(task).primary_metric

@@ -12,9 +12,8 @@ from typing import Any
 from react_bench.methods.core import majority_vote
 from react_bench.methods.registry import find_method
 from react_bench.metrics import detectable_paired
-from react_bench.record import ExampleRecord
-from react_bench.results import iter_example_records
 from react_bench.studies.runs import run_label
+from react_bench.studies.scan import scan
 
 
 def paired_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
@@ -23,26 +22,13 @@ def paired_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     exact p, and the smallest difference the pair detects at 80% power (below it: not
     distinguishable)."""
     import numpy as np
-    from scipy.stats import bootstrap
     from statsmodels.stats.contingency_tables import mcnemar
 
     xa, xb = np.array(a, float), np.array(b, float)
     if not len(xa):
         raise ValueError("paired_test: no examples")
     diff = float(xa.mean() - xb.mean())
-    if np.all(xa == xb):
-        low = high = 0.0
-    else:
-        ci = bootstrap(
-            (xa, xb),
-            _mean_difference,
-            paired=True,
-            n_resamples=10_000,
-            confidence_level=0.95,
-            random_state=0,
-            method="percentile",
-        )
-        low, high = float(ci.confidence_interval.low), float(ci.confidence_interval.high)
+    low, high = paired_bootstrap(xa, xb)
     table = [
         [int(((xa == 1) & (xb == 1)).sum()), int(((xa == 1) & (xb == 0)).sum())],
         [int(((xa == 0) & (xb == 1)).sum()), int(((xa == 0) & (xb == 0)).sum())],
@@ -73,11 +59,11 @@ def paired(runs: Any) -> list[dict[str, Any]]:
         for b in rows[i + 1 :]:
             if a.task != b.task or set(a.ids) != set(b.ids) or not a.n or a.n != b.n:
                 continue
-            ra, rb = _correct_by_id(Path(a.run_dir)), _correct_by_id(Path(b.run_dir))
+            ra, rb = scan(a.run_dir).first, scan(b.run_dir).first  # each example's first attempt
             ids = sorted(set(ra) & set(rb))
             if not ids:
                 continue
-            test = paired_test([ra[k] for k in ids], [rb[k] for k in ids])
+            test = paired_test([float(ra[k]) for k in ids], [float(rb[k]) for k in ids])
             out.append(
                 {
                     "task": a.task,
@@ -120,37 +106,49 @@ def comparable_pairs(runs: Any) -> list[tuple[Any, Any]]:
 
 def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
     """The examples two runs over the same ids got differently (right in one, wrong in the other),
-    with both answers, the gold and where each trajectory lies (the run folder and the id)."""
-    a_records = {r.id: r for r in iter_example_records(Path(a_dir)) if r.epoch == 1}  # first attempts
+    first attempts, in B's order, with both answers, the gold and where each trajectory lies (the
+    run folder and the id). Only the lines of the changed examples are read back (``RunScan.lines``)."""
+    sa, sb = scan(a_dir), scan(b_dir)
+    changed = [i for i, right in sb.first.items() if i in sa.first and sa.first[i] != right]
+    a_lines, b_lines = sa.lines(changed), sb.lines(changed)
     out = []
-    for b in iter_example_records(Path(b_dir)):
-        a = a_records.get(b.id) if b.epoch == 1 else None
-        if a is None or a.correct == b.correct:
-            continue
+    for example_id in changed:
+        a, b = a_lines[example_id], b_lines[example_id]
         out.append(
             {
-                "id": b.id,
-                "question": b.question,
-                "gold": b.gold,
-                "a_prediction": a.prediction,
-                "a_correct": a.correct,
-                "b_prediction": b.prediction,
-                "b_correct": b.correct,
-                "a_trajectory": f"{a_dir}/examples.jsonl#{a.id}",
-                "b_trajectory": f"{b_dir}/examples.jsonl#{b.id}",
+                "id": example_id,
+                "question": b["question"],
+                "gold": b["gold"],
+                "a_prediction": a["prediction"],
+                "a_correct": a["correct"],
+                "b_prediction": b["prediction"],
+                "b_correct": b["correct"],
+                "a_trajectory": f"{a_dir}/examples.jsonl#{example_id}",
+                "b_trajectory": f"{b_dir}/examples.jsonl#{example_id}",
             }
         )
     return out
 
 
-def _mean_difference(x: Any, y: Any, axis: int = -1) -> Any:
-    return x.mean(axis=axis) - y.mean(axis=axis)
+def paired_bootstrap(xa: Any, xb: Any, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """The 95% percentile interval of the paired bootstrap of ``mean(xa) - mean(xb)`` for 0/1
+    outcomes, in memory of the order of ``resamples`` whatever the number of examples.
 
+    A resample of n pairs drawn with replacement is fixed, for the mean difference, by how many of
+    its pairs are (1, 0), (0, 1) and alike: a multinomial draw of n over the three shares. Drawing
+    those counts is the same bootstrap distribution as drawing n indices per resample (scipy's
+    ``bootstrap(paired=True)``, which holds ``resamples x n`` numbers: 8 GB at n = 10^5)."""
+    import numpy as np
 
-def _correct_by_id(run_dir: Path) -> dict[str, float]:
-    """Each example's first attempt (a run of several epochs is paired on its first; its pass@k
-    and pass^k are in its own row)."""
-    return {r.id: float(r.correct) for r in iter_example_records(run_dir) if r.epoch == 1}
+    n = len(xa)
+    a_only, b_only = int(((xa == 1) & (xb == 0)).sum()), int(((xa == 0) & (xb == 1)).sum())
+    if a_only == b_only == 0:
+        return 0.0, 0.0
+    shares = [a_only / n, b_only / n, (n - a_only - b_only) / n]
+    counts = np.random.default_rng(seed).multinomial(n, shares, size=resamples)
+    differences = (counts[:, 0] - counts[:, 1]) / n
+    low, high = np.percentile(differences, [2.5, 97.5])
+    return float(low), float(high)
 
 
 def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) -> list[float]:
@@ -158,43 +156,33 @@ def k_curve(run_dir: Path, task_name: str, mode: str, max_k: int | None = None) 
     from react_bench.tasks import load_task
 
     task = load_task(task_name)
-    records = list(iter_example_records(run_dir))
-    n = max((len(r.samples) for r in records), default=0)
-    ks = range(1, (max_k or n) + 1)
+    records = scan(run_dir).samples
+    n = max((len(samples) for samples, *_ in records), default=0)
     curve = []
-    for k in ks:
+    for k in range(1, (max_k or n) + 1):
         right = 0.0
-        for r in records:
-            answer = _answer_at_k(r, mode, k)
-            right += task.score(answer, r.gold)[task.info.primary_metric]
+        for samples, gold, route, prediction in records:
+            answer = _answer_at_k(samples, route, prediction, mode, k)
+            right += task.score(answer, gold)[task.info.primary_metric]
         curve.append(right / len(records) if records else 0.0)
     return curve
 
 
-def _answer_at_k(record: ExampleRecord, mode: str, k: int) -> str:
-    samples = list(record.samples)
-    vote = majority_vote(samples[:k]) if samples else None
+def _answer_at_k(samples: Sequence[str], route: str, prediction: str, mode: str, k: int) -> str:
+    vote = majority_vote(list(samples[:k])) if samples else None
     method = find_method(mode)
     spec = method.spec if method is not None else None
     if spec is not None and spec.backoff == "cot_sc":  # the samples are the backoff's: where it ran
-        return vote.answer if record.route == f"{spec.first}->cot_sc" and vote is not None else record.prediction
-    route = f"cot_sc->{spec.backoff}" if spec is not None and spec.first == "cot_sc" else None
-    if route is not None and vote is not None and vote.count < k / 2 and record.route == route:
-        return record.prediction  # the backoff answered, where k samples would have handed it over too
-    return vote.answer if vote is not None else record.prediction
+        return vote.answer if route == f"{spec.first}->cot_sc" and vote is not None else prediction
+    handed = f"cot_sc->{spec.backoff}" if spec is not None and spec.first == "cot_sc" else None
+    if handed is not None and vote is not None and vote.count < k / 2 and route == handed:
+        return prediction  # the backoff answered, where k samples would have handed it over too
+    return vote.answer if vote is not None else prediction
 
 
 def tokens_per_step(run_dir: Path) -> list[dict[str, float]]:
     """Mean input tokens of the turn at each step: uncached, cache writes, cache reads."""
-    sums: dict[int, list[float]] = {}
-    for record in iter_example_records(run_dir):
-        for episode in record.trajectory:
-            for step in (s for s in episode.steps() if s.finished):
-                u = step.usage
-                values = [u.input_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens, 1]
-                totals = sums.setdefault(step.number, [0.0, 0.0, 0.0, 0.0])
-                sums[step.number] = [a + b for a, b in zip(totals, values, strict=True)]
     return [
         {"step": s, "uncached": t[0] / t[3], "written": t[1] / t[3], "read": t[2] / t[3]}
-        for s, t in sorted(sums.items())
+        for s, t in sorted(scan(run_dir).tokens.items())
     ]

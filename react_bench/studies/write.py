@@ -35,9 +35,9 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
         lines += [f"- {line}" for line in paired_lines(pairs)]
     (out / "table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "paired.md").write_text(paired_markdown(pairs), encoding="utf-8")
-    (out / "diff.md").write_text(diff_markdown(runs), encoding="utf-8")
+    (out / "diff.md").write_text(diff_markdown(runs, out / "diff.csv"), encoding="utf-8")
     (out / "failures.md").write_text(failures_markdown(runs), encoding="utf-8")
-    written = ["table1.md", "table1.csv", "paired.md", "diff.md", "failures.md"]
+    written = ["table1.md", "table1.csv", "paired.md", "diff.md", "diff.csv", "failures.md"]
     orderings = table3(runs)
     if len(orderings):
         (out / "table3.md").write_text(
@@ -111,31 +111,72 @@ def paired_lines(rows: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-def diff_markdown(runs: Any) -> str:
+DIFF_ROWS = 100  # rows of diff.md per pair; diff.csv has every one
+
+
+def diff_markdown(runs: Any, csv_path: Path | None = None) -> str:
+    """Per pair of runs over the same ids, the questions whose correctness changed: the first
+    ``DIFF_ROWS`` in the markdown, every one in ``csv_path`` (diff.csv) when given."""
+    import csv
+
     lines = ["# Per-question differences (runs over the same ids)", ""]
     pairs = comparable_pairs(runs)
-    for a, b in pairs:
-        changed = question_diff(Path(a.run_dir), Path(b.run_dir))
-        lines += [
-            f"## {a.task}: A = {run_label(a)}, B = {run_label(b)}",
-            "",
-            f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
-            "(examples.jsonl, by id).",
-            "",
-        ]
-        if changed:
-            lines += ["| id | question | gold | A answer | B answer |", "| --- | --- | --- | --- | --- |"]
-            for c in changed:
+    columns = [
+        "task",
+        "a_run",
+        "b_run",
+        "id",
+        "question",
+        "gold",
+        "a_prediction",
+        "a_correct",
+        "b_prediction",
+        "b_correct",
+    ]
+    with open(csv_path, "w", newline="", encoding="utf-8") if csv_path is not None else _Discard() as f:
+        table = csv.writer(f)
+        table.writerow(columns)
+        for a, b in pairs:
+            changed = question_diff(Path(a.run_dir), Path(b.run_dir))
+            more = len(changed) - DIFF_ROWS
+            lines += [
+                f"## {a.task}: A = {run_label(a)}, B = {run_label(b)}",
+                "",
+                f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
+                "(examples.jsonl, by id)."
+                + (f" The first {DIFF_ROWS} below; every one in diff.csv." if more > 0 else ""),
+                "",
+            ]
+            if changed:
+                lines += ["| id | question | gold | A answer | B answer |", "| --- | --- | --- | --- | --- |"]
                 mark = {True: "right", False: "wrong"}
-                lines.append(
-                    f"| {c['id']} | {md_cell(c['question'])} | {md_cell(c['gold'])} | "
-                    f"{md_cell(c['a_prediction'])} ({mark[c['a_correct']]}) | "
-                    f"{md_cell(c['b_prediction'])} ({mark[c['b_correct']]}) |"
-                )
-            lines.append("")
+                for c in changed[:DIFF_ROWS]:
+                    lines.append(
+                        f"| {c['id']} | {md_cell(c['question'])} | {md_cell(c['gold'])} | "
+                        f"{md_cell(c['a_prediction'])} ({mark[c['a_correct']]}) | "
+                        f"{md_cell(c['b_prediction'])} ({mark[c['b_correct']]}) |"
+                    )
+                if more > 0:
+                    lines.append(f"| ... | {more} more in diff.csv | | | |")
+                lines.append("")
+            for c in changed:
+                table.writerow([a.task, a.run_id, b.run_id, *(c[k] for k in columns[3:])])
     if not pairs:
         lines.append("(no two runs share a task and example ids)")
     return "\n".join(lines) + "\n"
+
+
+class _Discard:
+    """A file that keeps nothing (diff_markdown without a CSV)."""
+
+    def __enter__(self) -> _Discard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def write(self, text: str) -> int:
+        return len(text)
 
 
 def failures_markdown(runs: Any) -> str:
