@@ -386,11 +386,16 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInf
 
 # ------------------------------------------------------------ resume and replay take a run's settings
 
-# Settings of how a run is carried out, never of what it computes: taken from the command line.
+# Settings of how a run is carried out, never of what it computes: a resume may change them.
 RUN_KEYS = frozenset(
     {"resume", "run_id", "run_dir", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
     | {"dry_run", "max_cost_usd", "batch", "batch_poll_s", "executor", "ray"}
 )
+# Of those, how the run was started (batched or live, its budget, its concurrency): a resume goes on
+# as the run started unless this command line restates one (``resume=<dir>`` alone of a batched run
+# stays batched, never live at full price). The rest are this invocation's own, and where episodes
+# run (executor, ray) is this machine's: a run folder does not choose a cluster to connect to.
+CARRIED_KEYS = frozenset({"concurrency", "max_cost_usd", "batch", "batch_poll_s"})
 
 
 def is_operational(key: str, stored: Mapping[str, Any]) -> bool:
@@ -515,7 +520,10 @@ def _resolve(current: Mapping[str, Any], keys: list[str]) -> dict[str, Any]:
         route = [k for k in keys if k.startswith("model.") and k.split(".", 1)[1] in ROUTE_SETTINGS]
         _refuse_changes(current, stored, [k for k in keys if k not in route], RUN_KEYS, "resume")
         stored["model"] = own_route(current, stored, route, run_dir, recorded.data.get("route_signature"))
-        kept = {k: current[k] for k in RUN_KEYS if k in current}
+        given = {k.split(".")[0] for k in keys}
+        kept = {
+            k: current[k] for k in RUN_KEYS if k in current and (k not in CARRIED_KEYS or k in given or k not in stored)
+        }
         stored.pop(REQUESTED, None)
         # operational settings given on this command line (a longer timeout, say) apply
         resolved = {**stored, **kept, "resume": True, "run_id": run_dir.name, "run_dir": str(run_dir)}

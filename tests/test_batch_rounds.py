@@ -197,9 +197,11 @@ async def test_a_request_that_fails_in_two_rounds_is_sent_live(tmp_path):
     assert spent == pytest.approx(billed_usd(server))  # the live answers at full price, the batch's at half
 
 
-def test_killed_mid_round_and_resumed_sends_nothing_twice_and_loses_nothing(tmp_path):
+@pytest.mark.parametrize("restated", [True, False], ids=["settings-restated", "resume-alone"])
+def test_killed_mid_round_and_resumed_sends_nothing_twice_and_loses_nothing(tmp_path, restated):
     """A real kill (SIGKILL) while round 2's batch is processing; the resumed run collects that
-    batch by its id and goes on: every request was sent once, every example is there."""
+    batch by its id and goes on: every request was sent once, every example is there. Resumed with
+    ``resume=<dir>`` alone it stays batched (issue 58: it went on live, at full price)."""
     n = 8
     golds = gold_answers(n)
     env = {**os.environ, KEY_ENV: "test-key-not-real", "REACT_BENCH_REQUEST_CACHE": str(tmp_path / "cache")}
@@ -231,9 +233,8 @@ def test_killed_mid_round_and_resumed_sends_nothing_twice_and_loses_nothing(tmp_
         process.wait()
         written = state_file.parent / "examples.jsonl"
         assert len(server.batches) == 2 and (not written.exists() or written.read_text() == "")
-        resumed = subprocess.run(
-            [*args, f"resume={state_file.parent}"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
-        )
+        again = [*args, f"resume={state_file.parent}"] if restated else [*args[:2], f"resume={state_file.parent}"]
+        resumed = subprocess.run(again, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         ids = sent_ids(server)
         assert [r.path for r in server.requests if r.path == "/v1/messages"] == []
