@@ -43,6 +43,7 @@ from react_bench.estimate import Budget
 from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
 from react_bench.executors import start_executor
 from react_bench.executors.base import Executor
+from react_bench.executors.rounds import Ticket
 from react_bench.methods.core import METHOD_FIELDS, Outcome, Solver
 from react_bench.methods.registry import get_method
 from react_bench.metrics import protocol_fingerprint
@@ -104,6 +105,7 @@ async def evaluate(
     on_event: EventSink | None = None,
     model: ModelClient | None = None,
     deltas: bool = True,
+    ticket: Ticket | None = None,
 ) -> RunResult:
     """Run ``cfg``. ``on_event`` receives every AgentEvent of every example with the example's
     id, as it happens (``console.TrajectoryPrinter`` shows them), and a ``RunProgress`` when
@@ -112,14 +114,19 @@ async def evaluate(
     steps and the progress only (they are then never produced). ``model``: a client built by
     the caller (a notebook's or a benchmark's own) instead of the one ``cfg.model`` names;
     ``cfg.model`` still names it in the results, and the run's layers (request cache,
-    recording) go around it."""
-    run = Run.prepare(cfg, out, model)
+    recording) go around it. ``ticket``: the run's place in a study's shared batch rounds
+    (``shared_rounds``; ``batch=true``), closed however the run ends."""
     try:
-        if cfg.dry_run:
-            return run.dry_run()
-        return await run.execute(on_event, deltas)
+        run = Run.prepare(cfg, out, model)
+        try:
+            if cfg.dry_run:
+                return run.dry_run()
+            return await run.execute(on_event, deltas, ticket)
+        finally:
+            await run.aclose()
     finally:
-        await run.aclose()
+        if ticket is not None:
+            ticket.close()
 
 
 @dataclass
@@ -246,22 +253,26 @@ class Run:
             "example_ids": [e.id for e in self.examples],
         }
 
-    async def execute(self, on_event: EventSink | None = None, deltas: bool = True) -> RunResult:
+    async def execute(
+        self, on_event: EventSink | None = None, deltas: bool = True, ticket: Ticket | None = None
+    ) -> RunResult:
         cfg, run_dir = self.cfg, self.run_dir
         done = rundir.prepare(run_dir, resume=cfg.resume, retry_errors=cfg.retry_errors, fingerprint=self.fingerprint)
         try:
-            return await self._execute(done, on_event, deltas)
+            return await self._execute(done, on_event, deltas, ticket)
         finally:
             rundir.release(run_dir)  # the folder is free for the next process
 
-    async def _execute(self, done: set[rundir.Attempt], on_event: EventSink | None, deltas: bool) -> RunResult:
+    async def _execute(
+        self, done: set[rundir.Attempt], on_event: EventSink | None, deltas: bool, ticket: Ticket | None
+    ) -> RunResult:
         cfg, run_dir = self.cfg, self.run_dir
         if not (run_dir / rundir.RUN_JSON).exists():
             rundir.write_json(run_dir / rundir.RUN_JSON, self.header())
         for line in self.not_applied:
             print(f"note: {self.model.name} does not take {line}; the run records it as not applied", file=self.out)
         todo = [a for a in self.attempts() if a.key not in done]
-        executor = await self.executor(todo, events=on_event is not None or cfg.show == "trajectories")
+        executor = await self.executor(todo, events=on_event is not None or cfg.show == "trajectories", ticket=ticket)
         try:
             await executor.prepare(todo)
             budget = None
@@ -289,10 +300,10 @@ class Run:
         """Every example once per epoch, epoch by epoch (``epochs=1``: the examples)."""
         return [replace(e, epoch=k) for k in range(1, self.cfg.epochs + 1) for e in self.examples]
 
-    async def executor(self, todo: list[Example], *, events: bool) -> Executor:
+    async def executor(self, todo: list[Example], *, events: bool, ticket: Ticket | None = None) -> Executor:
         """Where the episodes run (``executor=``, ``batch=``; ``react_bench.executors``)."""
         return await start_executor(
-            self.cfg, self.solver, self.stack, self.run_dir, self.run_id, self.out, todo, events=events
+            self.cfg, self.solver, self.stack, self.run_dir, self.run_id, self.out, todo, events=events, ticket=ticket
         )
 
     def dry_run(self) -> RunResult:

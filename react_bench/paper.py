@@ -1,6 +1,8 @@
 """The whole paper as one command: ``python scripts/eval.py experiment=paper model=<model>``
-runs every table and figure's runs one after another; with ``dry_run=true`` it prices them first,
-without a model call: per part, the calls, tokens, dollars and hours at the model's rate limit.
+runs every table and figure's runs one after another (with ``batch=true``: all at once, their
+requests in shared batch rounds, ``shared_rounds``); with ``dry_run=true`` it prices them first,
+without a model call: per part, the calls, tokens, dollars and hours at the model's rate limit
+(batched: the hours of the study's longest run, every run being at once).
 
 The parts and their runs (``PARTS``), as the paper ran them:
 - Table 1: HotpotQA and FEVER, each of the seven modes, on the paper's 500 questions / claims
@@ -102,8 +104,10 @@ class Price:
     usd: float | None
     hours: float
     batch_usd: float | None = None  # batch=true: half price, the prompt cache written for an hour
-    batch_hours: float = 0.0  # rounds x ASSUMED_ROUND_MINUTES, run after run
+    batch_hours: float = 0.0  # its runs at once in shared rounds: its longest run's rounds x ASSUMED_ROUND_MINUTES
     prompts: tuple[str, ...] = ()  # the sources of its runs' prompts, each once
+    batch_rounds: int = 0  # the rounds of its longest run (its waves of lanes, and the retry rounds)
+    longest: str = ""  # that run's settings
 
 
 PAPER_PROMPTS = "prompt=paper"  # every run sends the paper's own prompts (``prompt=own`` on the command line: ours)
@@ -210,7 +214,7 @@ def price(
 
     out = []
     for part in PARTS:
-        calls, usage, rounds = 0, Usage(), 0
+        calls, usage, rounds, longest = 0, Usage(), 0, ""
         sources: dict[str, None] = {}
         usd: float | None = 0.0
         batch_usd: float | None = 0.0
@@ -219,7 +223,8 @@ def price(
             sources |= dict.fromkeys(priced.prompts)
             calls += priced.live.calls
             usage = usage + priced.live.usage
-            rounds += priced.rounds
+            if study_rounds(priced.rounds, job.examples) > rounds:
+                rounds, longest = study_rounds(priced.rounds, job.examples), " ".join(job.overrides)
             cost = calls_cost_usd(priced.model, [priced.live.usage]) if priced.model else None
             usd = None if usd is None or cost is None else usd + cost
             batched = calls_cost_usd(priced.model, [priced.batched.usage]) if priced.model else None
@@ -238,9 +243,21 @@ def price(
                 batch_usd if part.jobs else 0.0,
                 rounds * ASSUMED_ROUND_MINUTES / 60,
                 tuple(sources),
+                rounds,
+                longest,
             )
         )
     return out
+
+
+def study_rounds(rounds: int, examples: int) -> int:
+    """A run's rounds in a batched study: its examples in waves of ``BATCH_LANES`` lanes, each wave
+    its longest episode's rounds, and the rounds a failed batch result may take before it goes
+    live (``MAX_BATCH_TRIES``)."""
+    from react_bench.executors.rounds import BATCH_LANES, MAX_BATCH_TRIES
+
+    waves = -(-max(1, examples) // BATCH_LANES)
+    return waves * rounds + MAX_BATCH_TRIES
 
 
 def prompt_lines(prices: Sequence[Price]) -> list[str]:
@@ -290,7 +307,7 @@ def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds:
                 total([q.usd for q in prices]),
                 sum(q.hours for q in prices),
                 total([q.batch_usd for q in prices]),
-                sum(q.batch_hours for q in prices),
+                max((q.batch_hours for q in prices), default=0.0),  # every part at once
             )
         row = [
             p.part,
@@ -310,13 +327,26 @@ def price_table(prices: Sequence[Price], model: str, rpm: float | None, seconds:
     if batch:
         lines.append(
             "batch=true: every request through the Message Batches API at half price, the prompt cache written "
-            f"for an hour; hours: each run's rounds at an assumed {ASSUMED_ROUND_MINUTES} minutes a round"
+            f"for an hour; batch hours: every run at once, their requests in shared rounds, so the study takes "
+            f"its longest run's rounds at an assumed {ASSUMED_ROUND_MINUTES} minutes a round"
         )
     lines += ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in rows]
+    if batch and prices:
+        setter = max(prices, key=lambda q: q.batch_rounds)
+        lines.append(
+            f"  batch hours are set by {setter.part} ({setter.longest}): {setter.batch_rounds} rounds (its longest "
+            f"episode, its waves of lanes and {_retry_rounds()} rounds for a failed batch result)"
+        )
     lines += [f"  {p.name}: {p.note}" for p in PARTS if p.note]
     lines += prompt_lines(prices)
     lines.append(f"(priced in {seconds:.1f} s)")
     return "\n".join(lines)
+
+
+def _retry_rounds() -> int:
+    from react_bench.executors.rounds import MAX_BATCH_TRIES
+
+    return MAX_BATCH_TRIES
 
 
 def main(argv: Sequence[str]) -> int:
@@ -357,15 +387,41 @@ def main(argv: Sequence[str]) -> int:
 
 
 def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
-    """Every run of every part, one after another, each its own run folder (``run_id`` by part and
-    job, so the command run again resumes where it stopped)."""
+    """Every run of every part, each its own run folder (``run_id`` by part and job, so the command
+    run again resumes where it stopped): one after another, or under ``batch=true`` all at once,
+    their requests in shared batch rounds (``shared_rounds``)."""
     import asyncio
     import sys
 
     from react_bench.evaluate import evaluate, run_dir_for
+
+    if any(a.lower() in ("batch=true", "batch=1", "batch=yes") for a in extra):
+        return run_batched(model, extra)
+    worst = 0
+    for name, cfg in jobs_of(model, extra):
+        if (run_dir_for(cfg, cfg.run_id or "") / "run.json").exists():  # the command run again: go on
+            cfg = replace(cfg, resume=True)
+        print(
+            f"{name}: {cfg.task.name} mode={cfg.solve.mode}"
+            + (f" pair={list(cfg.prompt_pair)}" if cfg.prompt_pair else "")
+        )
+        try:
+            result = asyncio.run(evaluate(cfg, out=sys.stdout))
+        except Exception as exc:  # noqa: BLE001 - a part that cannot run is said, the others go on
+            print(f"  not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+            worst = max(worst, 3)
+            continue
+        print(f"  {result.n_new} new example(s): {result.run_dir}")
+        if result.summary is not None and result.summary.errors:
+            worst = max(worst, 3)
+    return worst
+
+
+def jobs_of(model: Sequence[str], extra: Sequence[str]) -> list[tuple[str, Any]]:
+    """Every run of the paper: (its part and place, its settings), each with its own run id."""
     from react_bench.runconfig import RunConfig
 
-    worst = 0
+    out = []
     for part in PARTS:
         for k, job in enumerate(part.jobs, start=1):
             run_id = f"paper-{part.name.lower().replace(' ', '')}-{k}"
@@ -377,17 +433,24 @@ def run_all(model: Sequence[str], extra: Sequence[str]) -> int:
                 f"run_id={run_id}",
                 f"n={job.examples}",
             ]
-            cfg = RunConfig.from_mapping(_composed(overrides))
-            if (run_dir_for(cfg, run_id) / "run.json").exists():  # the command run again: go on
-                cfg = replace(cfg, resume=True)
-            print(f"{part.name} ({k}/{len(part.jobs)}): {' '.join(job.overrides)}")
-            try:
-                result = asyncio.run(evaluate(cfg, out=sys.stdout))
-            except Exception as exc:  # noqa: BLE001 - a part that cannot run is said, the others go on
-                print(f"  not run: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-                worst = max(worst, 3)
-                continue
-            print(f"  {result.n_new} new example(s): {result.run_dir}")
-            if result.summary is not None and result.summary.errors:
-                worst = max(worst, 3)
+            out.append((f"{part.name} ({k}/{len(part.jobs)})", RunConfig.from_mapping(_composed(overrides))))
+    return out
+
+
+def run_batched(model: Sequence[str], extra: Sequence[str]) -> int:
+    """``experiment=paper batch=true``: every run at once in shared batch rounds (a run folder that
+    exists is resumed); each run's folder as when run alone."""
+    import asyncio
+    import sys
+
+    from react_bench.shared_rounds import resumable, run_together
+
+    jobs = jobs_of(model, extra)
+    cfgs = [resumable(cfg) for _, cfg in jobs]
+    budget = next((cfg.max_cost_usd for cfg in cfgs if cfg.max_cost_usd is not None), None)
+    results = asyncio.run(run_together(cfgs, sys.stdout, max_cost_usd=budget))
+    worst = 0
+    for result in results:
+        if isinstance(result, BaseException) or (result.summary is not None and result.summary.errors):
+            worst = 3
     return worst

@@ -20,6 +20,8 @@ from typing import Any
 
 from hydra.experimental.callback import Callback
 
+from react_bench.rundir import check_run_id
+
 SWEEP_ENV = "REACT_BENCH_SWEEP_ID"
 RAY_LAUNCHER = "hydra_ray_launcher"
 
@@ -49,7 +51,10 @@ class CombinedTable(Callback):
 
         sweep_id = os.environ.get(SWEEP_ENV, "")
         results = Path(str(config.get("results_dir") or "results"))
-        runs = [p.parent for p in results.glob(f"*/*/*/{sweep_id}*/metrics.json")]
+        named = config.get("run_id")  # the sweep's jobs took the run id given (a study started again resumes)
+        runs = [
+            p.parent for p in results.glob(f"*/*/*/{check_run_id(str(named)) if named else sweep_id}*/metrics.json")
+        ]
         if not runs:
             print(f"sweep {sweep_id}: no finished run to combine")
             return

@@ -78,6 +78,7 @@ from react_bench.models.scripted import ScriptError  # noqa: E402
 from react_bench.results import format_table  # noqa: E402
 from react_bench.runconfig import CHOICES, SELECTION_KEYS, RunConfig, find_run, resolve_settings  # noqa: E402
 from react_bench.rundir import StoredRun  # noqa: E402
+from react_bench.shared_rounds import collect  # noqa: E402
 from react_bench.sweep import SWEEP_ENV  # noqa: E402
 from react_bench.tasks import DataError, task_info  # noqa: E402
 
@@ -236,6 +237,8 @@ def main(cfg: DictConfig) -> None:
             sweep_id += "-pair{}{}".format(*run_cfg.prompt_pair)
         run_cfg = replace(run_cfg, run_id=run_cfg.run_id or sweep_id or new_run_id(run_cfg))
         run_dir = run_dir_for(run_cfg, run_cfg.run_id or "")
+        if collect(run_cfg):  # a sweep under batch=true: its launcher runs the jobs together (shared rounds)
+            return
         RUN_DIR[:] = [run_dir]
         if run_cfg.model.provider == "local":
             print(LOCAL_NOTE.format(name=run_cfg.model.display_label), flush=True)
@@ -281,6 +284,15 @@ def main(cfg: DictConfig) -> None:
 RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
 
 
+def shared_rounds(argv: list[str]) -> list[str]:
+    """A sweep under ``batch=true`` runs its jobs at once, their requests in shared batch rounds
+    (Hydra's launcher ``rounds``: react_bench/shared_rounds.py), unless a launcher is given; a
+    single run takes no launcher, so this changes nothing there."""
+    batched = any(a.lower() in ("batch=true", "batch=1", "batch=yes") for a in argv)
+    chosen = any(a.startswith(("hydra/launcher=", "+hydra/launcher=")) for a in argv)
+    return ["hydra/launcher=rounds"] if batched and not chosen else []
+
+
 def spec_overrides(argv: list[str]) -> list[str]:
     """``model.max_retries=4`` (and the model spec's other own settings: retry backoff, rate limits,
     label, default n) works for every model, whether or not its group file spells the key out:
@@ -313,5 +325,5 @@ if __name__ == "__main__":
     check_selection_keys(sys.argv[1:])
     check_known_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
-    sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:])
+    sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:]) + shared_rounds(sys.argv[1:])
     main()

@@ -77,7 +77,9 @@ def report_and_pages(out: Path) -> str:
     """A study's report.html with the pages of examples it loads on demand (``report_files/``), as
     one text: what a reader of the page can reach."""
     pages = sorted((out / "report_files").rglob("*.js"))
-    return "\n".join([(out / "report.html").read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in pages])
+    return "\n".join(
+        [(out / "report.html").read_text(encoding="utf-8")] + [p.read_text(encoding="utf-8") for p in pages]
+    )
 
 
 def eval_without_a_key(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:

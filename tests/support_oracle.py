@@ -13,9 +13,9 @@ from react_bench.testing.walker import Walk, WalkResponder, question_of, turns_a
 __all__ = ["Oracle", "gold_answers", "question_of", "turns_after_question"]
 
 
-def gold_answers(n: int) -> dict[str, str]:
-    """Question -> gold answer for the first ``n`` offline HotpotQA questions."""
-    return {e.question.strip(): e.gold for e in load_task("hotpotqa").examples(TaskConfig(name="hotpotqa", n=n))}
+def gold_answers(n: int, task: str = "hotpotqa") -> dict[str, str]:
+    """Question (or claim) -> gold answer for the first ``n`` offline examples of ``task``."""
+    return {e.question.strip(): e.gold for e in load_task(task).examples(TaskConfig(name=task, n=n))}
 
 
 def Oracle(golds: Mapping[str, str]) -> WalkResponder:  # noqa: N802 - used like the class it was

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from react_bench.executors.base import Executor
+from react_bench.executors.rounds import Ticket
 from react_bench.methods.core import Solver
 from react_bench.models import ModelStack
 from react_bench.runconfig import RunConfig
@@ -25,9 +26,11 @@ async def start_executor(
     todo: list[Example],
     *,
     events: bool,
+    ticket: Ticket | None = None,
 ) -> Executor:
     """The run's executor: Ray workers (``executor=ray``; this process stays the writer), batch
-    rounds in this process (``batch=true``), or this process alone."""
+    rounds in this process (``batch=true``; ``ticket``: in a study's shared rounds), or this
+    process alone."""
     if cfg.executor == "ray" and todo:
         from react_bench.executors.ray import WorkerPool
 
@@ -35,7 +38,7 @@ async def start_executor(
     if cfg.batch:
         from react_bench.executors.batch import BatchExecutor
 
-        return BatchExecutor(solver, stack, run_dir, out, cfg.batch_poll_s)
+        return BatchExecutor(solver, stack, run_dir, out, cfg.batch_poll_s, ticket=ticket)
     from react_bench.executors.local import LocalExecutor
 
     return LocalExecutor(solver)

@@ -52,9 +52,18 @@ from typing import Any, NoReturn, TextIO
 from react_bench import rundir
 from react_bench.errors import ConfigError
 from react_bench.events import StreamEvent
-from react_bench.models.base import BatchClient, ModelClient, ModelError, ModelLayer, ModelRequest, stream_response
-from react_bench.models.cache import CachedModel, write_entry
+from react_bench.models.base import (
+    BatchClient,
+    ModelClient,
+    ModelError,
+    ModelLayer,
+    ModelRequest,
+    endpoint_of,
+    stream_response,
+)
+from react_bench.models.cache import CachedModel, read_entry, write_entry
 from react_bench.models.collector import response_to_events
+from react_bench.models.counting import count, served_from_cache
 from react_bench.models.stack import ModelStack
 from react_bench.types import ModelResponse, Usage, response_to_dict
 
@@ -89,7 +98,7 @@ def batch_response_ids(run_dir: Path) -> set[str]:
 
 @dataclass
 class _Lane:
-    """One episode of the run (an example's attempt); ``waiting``: its requests in a round."""
+    """One episode of a run (an example's attempt); ``waiting``: its requests in a round."""
 
     waiting: int = 0
 
@@ -98,110 +107,128 @@ _LANE: contextvars.ContextVar[_Lane | None] = contextvars.ContextVar("react_benc
 
 
 @dataclass
-class _Waiting:
-    request: ModelRequest
-    futures: list[asyncio.Future[ModelResponse]] = field(default_factory=list)
-    tries: int = 0
+class _Asker:
+    """One episode's wait for an answer: its run, and whether another run asked it first (then it
+    is that run's answer, served to this one as the request cache would serve it: not paid again)."""
+
+    member: RoundBatcher
+    future: asyncio.Future[ModelResponse]
+    second: bool = False
 
 
 @dataclass
-class RoundBatcher(ModelLayer):
-    """The layer (module docstring); a request's ``custom_id`` is its key in ``cache``."""
+class _Waiting:
+    request: ModelRequest
+    askers: list[_Asker] = field(default_factory=list)
+    tries: int = 0
 
-    inner: ModelClient  # live calls (a request that failed in MAX_BATCH_TRIES rounds)
-    client: BatchClient
-    cache: CachedModel
-    run_dir: Path
-    out: TextIO
-    poll_s: float = 30.0
-    batched: set[str] = field(default_factory=set)  # ids of the responses the batches gave
+    @property
+    def owner(self) -> RoundBatcher:
+        """The run that asked first: its batch carries the request, its record pays for it."""
+        return self.askers[0].member
+
+
+def client_group(client: BatchClient) -> str:
+    """Which runs' requests may share a batch: one provider client, endpoint, model and settings
+    (the variable that holds the key included; its value never)."""
+    import dataclasses
+
+    config = getattr(client, "config", None)
+    settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
+    data = [type(client).__name__, endpoint_of(client), getattr(client, "name", None), settings]
+    return json.dumps(data, sort_keys=True, default=str)
+
+
+@dataclass
+class Ticket:
+    """A run's place in shared rounds, given before it starts: a round waits until every run of the
+    study has either joined (its episodes are open) or ended, so the first round holds them all."""
+
+    rounds: Rounds
+    member: RoundBatcher | None = None
+    closed: bool = False
+
+    def join(self, member: RoundBatcher) -> None:
+        self.member = member
+        self.rounds.join(member)
+
+    def close(self) -> None:
+        """The run is over (or never started): the rounds no longer wait for it."""
+        if not self.closed:
+            self.closed = True
+            if self.member is not None:
+                self.rounds.leave(self.member)
+            self.rounds.wake()
+
+
+@dataclass
+class Rounds:
+    """The round loop: one for a run alone, or one shared by the runs of a study
+    (``react_bench.shared_rounds``), whose waiting requests go in the same batches. A round goes when every open episode of every
+    run waits on the model (and every run expected has joined or ended); its requests are grouped by
+    client (``client_group``), split at the API's limits, submitted once, and each answer handed to
+    the episodes that asked it. Each run keeps its own batches.json (its own requests of each
+    batch), request cache, budget and price."""
+
+    out: TextIO | None = None
+    say: Callable[[str], None] | None = None  # the study's lines (None: the first run's)
+    max_cost_usd: float | None = None  # the whole study's budget (runs alone: their own)
     rounds: int = 0
-    most: int = 0  # the most rounds the run can take (estimate.rounds), for "round 4/8"
-    say: Callable[[str], None] | None = None  # the progress bar's line writer, once there is one
+    members: list[RoundBatcher] = field(default_factory=list)
+    tickets: list[Ticket] = field(default_factory=list)
     _open: dict[int, _Lane] = field(default_factory=dict)
     _queue: dict[str, _Waiting] = field(default_factory=dict)
-    _pending: dict[str, asyncio.Future[ModelResponse]] = field(default_factory=dict)  # old batches' requests
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _driver: asyncio.Task[None] | None = None
-    _collectors: list[asyncio.Task[None]] = field(default_factory=list)
-    _state: dict[str, Any] = field(default_factory=dict)
-    _budget: float | None = None  # max_cost_usd, less what earlier runs of this folder spent
-    _price: Callable[[Usage], float | None] | None = None  # an answer's full price
-    _spent: float = 0.0  # what this run's batch answers cost (half price)
-    _answered: int = 0
-    _stopped: str | None = None  # why no round goes any more
+    _stopped: str | None = None  # the study's budget: why no round goes any more
 
-    # --- the run's side -------------------------------------------------------------------------
+    def ticket(self) -> Ticket:
+        ticket = Ticket(self)
+        self.tickets.append(ticket)
+        return ticket
 
-    def start(self) -> None:
-        """Collect the batches a killed run left uncollected; start the round driver."""
-        self._state = load_state(self.run_dir)
-        self.batched |= {i for b in self._state["batches"] for i in b.get("responses", [])}
-        loop = asyncio.get_running_loop()
-        for batch in self._state["batches"]:
-            if batch.get("collected"):
-                continue
-            for cid in batch["requests"]:
-                self._pending[cid] = loop.create_future()
-            self._collectors.append(asyncio.create_task(self._collect_old(batch)))
-        self._driver = asyncio.create_task(self._drive())
+    def join(self, member: RoundBatcher) -> None:
+        self.members.append(member)
+        if self._driver is None or self._driver.done():
+            self._driver = asyncio.create_task(self._drive())
+        self._wake.set()
 
-    def limit(self, max_cost_usd: float, spent_before: float, price: Callable[[Usage], float | None]) -> None:
-        """The run's budget (module docstring); ``spent_before``: what the folder's records spent."""
-        self._budget, self._price = max_cost_usd - spent_before, price
+    def leave(self, member: RoundBatcher) -> None:
+        if member in self.members:
+            self.members.remove(member)
+        if not self.members and not [t for t in self.tickets if not t.closed] and self._driver is not None:
+            self._driver.cancel()
 
-    def stop(self) -> None:
-        for task in [self._driver, *self._collectors]:
-            if task is not None and not task.done():
-                task.cancel()
+    def wake(self) -> None:
+        self._wake.set()
 
-    @contextlib.contextmanager
-    def lane(self) -> Iterator[None]:
-        """The scope of one episode: a round waits for every open lane to be waiting on it."""
-        lane = _Lane()
+    @property
+    def shared(self) -> bool:
+        return len(self.tickets) > 1
+
+    def open_lane(self, lane: _Lane) -> None:
         self._open[id(lane)] = lane
-        token = _LANE.set(lane)
-        try:
-            yield
-        finally:
-            _LANE.reset(token)
-            del self._open[id(lane)]
-            self._wake.set()
 
-    # --- the model layer ------------------------------------------------------------------------
+    def close_lane(self, lane: _Lane) -> None:
+        del self._open[id(lane)]
+        self._wake.set()
 
-    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
-        lane = _LANE.get()
-        if lane is None:  # outside an episode (a probe): live
-            async for item in stream_response(self.inner, request):
-                yield item
-            return
-        if self._stopped is not None:
-            raise OverBudget(self._stopped)
-        cid = self.cache.path(request).stem
-        lane.waiting += 1
-        try:
-            response = None
-            old = self._pending.get(cid)
-            if old is not None:  # in a batch a killed run submitted: its answer, once collected
-                with contextlib.suppress(_Retry):
-                    response = await asyncio.shield(old)
-            if response is None:
-                future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
-                self._queue.setdefault(cid, _Waiting(request)).futures.append(future)
-                self._wake.set()
-                response = await future
-        finally:
-            lane.waiting -= 1
-        for event in response_to_events(response):
-            yield event
-        yield response
-
-    # --- rounds ---------------------------------------------------------------------------------
+    def ask(self, member: RoundBatcher, cid: str, request: ModelRequest) -> _Asker:
+        """Queue ``member``'s request for the next round (an episode's wait for its answer)."""
+        future: asyncio.Future[ModelResponse] = asyncio.get_running_loop().create_future()
+        waiting = self._queue.setdefault(cid, _Waiting(request))
+        asker = _Asker(member, future, second=bool(waiting.askers) and waiting.owner is not member)
+        waiting.askers.append(asker)
+        self._wake.set()
+        return asker
 
     def _ready(self) -> bool:
-        """Every open lane waits on the model, and something is queued for the round."""
-        return bool(self._queue) and all(lane.waiting > 0 for lane in self._open.values())
+        """Every run expected has joined or ended, every open lane waits, something is queued."""
+        return (
+            bool(self._queue)
+            and all(t.member is not None or t.closed for t in self.tickets)
+            and all(lane.waiting > 0 for lane in self._open.values())
+        )
 
     async def _drive(self) -> None:
         while True:
@@ -218,162 +245,399 @@ class RoundBatcher(ModelLayer):
             try:
                 await self._round(queue)
             except BatchRefused:
-                return  # every episode waiting was told; the run ends
+                if not self.shared:
+                    return  # every episode waiting was told; the run ends
+
+    def _say(self, line: str) -> None:
+        say = self.say or next((m.say for m in self.members if m.say is not None), None)
+        if say is not None:
+            say(line)
+        else:
+            print(line, file=self.out or (self.members[0].out if self.members else None), flush=True)
+
+    def _of(self) -> str:
+        most = max((m.most for m in self.members), default=0)
+        return f"{self.rounds}/{max(most, self.rounds)}" if most else str(self.rounds)
 
     async def _round(self, queue: dict[str, _Waiting]) -> None:
-        if self._over_budget(len(queue)):
-            for waiting in queue.values():
-                for future in waiting.futures:
-                    if not future.done():
-                        future.set_exception(OverBudget(self._stopped or ""))
-            return
+        for cid in [c for c, w in queue.items() if self._cached(c, w)]:  # collected since it was asked
+            queue.pop(cid)
+        for cid in [c for c in queue if self._old(c) is not None]:  # in a batch a killed session made
+            owner, future = self._old(cid)  # type: ignore[misc]
+            asyncio.create_task(self._answer_from(owner, future, cid, queue.pop(cid)))
+        for cid in [c for c, w in queue.items() if self._over_budget(w, queue)]:
+            waiting = queue.pop(cid)
+            for asker in waiting.askers:
+                if not asker.future.done():
+                    asker.future.set_exception(OverBudget(asker.member.stopped or self._stopped or ""))
         live = {cid: w for cid, w in queue.items() if w.tries >= MAX_BATCH_TRIES}
         batched = {cid: w for cid, w in queue.items() if cid not in live}
-        for cid, waiting in live.items():
-            asyncio.create_task(self._live(cid, waiting))
+        for waiting in live.values():
+            asyncio.create_task(self._live(waiting))
         if not batched:
             return
         self.rounds += 1
         started = time.monotonic()
-        ids: list[dict[str, Any]] = []
-        for chunk in _chunks(list(batched.items()), self.client):
-            batch_id = await self._create(chunk, queue)
-            entry: dict[str, Any] = {
-                "id": batch_id,
-                "round": self.rounds,
-                "requests": {cid: list(self.client.batch_stops(w.request)) for cid, w in chunk},
-            }
-            self._state["batches"].append(entry)
-            rundir.write_json(self.run_dir / BATCHES, self._state)  # before anything else: a crash loses no batch
-            ids.append(entry)
+        groups: dict[str, list[tuple[str, _Waiting]]] = {}
+        for cid, waiting in batched.items():
+            groups.setdefault(client_group(waiting.owner.client), []).append((cid, waiting))
+        made: list[tuple[str, BatchClient, list[tuple[str, _Waiting]]]] = []
+        for items in groups.values():
+            client = items[0][1].owner.client
+            for chunk in _chunks(items, client):
+                batch_id = await self._create(client, chunk, queue)
+                for member in {w.owner for _, w in chunk}:  # each run's own requests of the batch, first
+                    member.record_batch(batch_id, self.rounds, [(c, w) for c, w in chunk if w.owner is member])
+                made.append((batch_id, client, chunk))
+        runs = len({w.owner.run_dir for w in batched.values()})
         self._say(
-            f"batch round {self._of()}: {len(batched)} request(s) in {len(ids)} batch(es) "
-            f"({', '.join(e['id'] for e in ids)})"
+            f"batch round {self._of()}: {len(batched)} request(s)"
+            + (f" from {runs} run(s)" if self.shared else "")
+            + f" in {len(made)} batch(es) ({', '.join(b for b, _, _ in made)})"
         )
-        results = await asyncio.gather(*(self._collect(entry) for entry in ids), return_exceptions=True)
+        results = await asyncio.gather(
+            *(self._collect(b, client, chunk) for b, client, chunk in made), return_exceptions=True
+        )
         failed = 0
-        for entry, result in zip(ids, results, strict=True):
+        for (_, _, chunk), result in zip(made, results, strict=True):
             if isinstance(result, ModelError) and not result.retryable:  # the API failed the batch itself
                 self._refuse(BatchRefused(result, first=self.rounds == 1), batched)
             answers: dict[str, ModelResponse | str] = (
-                {cid: f"{type(result).__name__}: {result}" for cid in entry["requests"]}  # unread: asked again
+                {cid: f"{type(result).__name__}: {result}" for cid, _ in chunk}  # unread: asked again
                 if isinstance(result, BaseException)
                 else result
             )
             for cid, answer in answers.items():
-                found = batched.get(cid)
-                if found is None:
+                waiting = batched.get(cid)
+                if waiting is None:
                     continue
-                waiting = found
                 if isinstance(answer, ModelResponse):
-                    for future in waiting.futures:
-                        if not future.done():
-                            future.set_result(answer)
+                    for asker in waiting.askers:
+                        if not asker.future.done():
+                            asker.future.set_result(answer)
                 else:  # errored, expired, canceled: the next round (or live, past the limit)
                     failed += 1
                     waiting.tries += 1
                     self._requeue(cid, waiting)
+        if self.shared:
+            open_runs = len({m.run_dir for m in self.members})
+            done = sum(1 for t in self.tickets if t.closed)
+            tail = f"; runs done {done}/{len(self.tickets)}, {open_runs} open, {len(self._open)} episode(s) open"
+        else:
+            tail = ""
         self._say(
             f"batch round {self._of()}: answered in {time.monotonic() - started:.1f} s"
             + (f"; {failed} failed, asked again" if failed else "")
+            + tail
         )
 
-    def _of(self) -> str:
-        return f"{self.rounds}/{max(self.most, self.rounds)}" if self.most else str(self.rounds)
+    def _over_budget(self, waiting: _Waiting, queue: dict[str, _Waiting]) -> bool:
+        """The request's run has stopped for its budget, or the study's budget stops every round."""
+        member = waiting.owner
+        if member.over_budget(sum(1 for w in queue.values() if w.owner is member), self.rounds):
+            return True
+        if self.max_cost_usd is None or self._stopped is not None:
+            return self._stopped is not None
+        spent = sum(m.spent_before + m.spent for m in self.members)
+        answered = sum(m.answered for m in self.members)
+        mean = sum(m.spent for m in self.members) / answered if answered else 0.0
+        if spent + len(queue) * mean > self.max_cost_usd:
+            self._stopped = (
+                f"max_cost_usd: {spent:.4f} USD spent by the study in {self.rounds} rounds; the next round of "
+                f"{len(queue)} requests (about {len(queue) * mean:.4f} USD) would pass the study's budget"
+            )
+            self._say(f"batch: {self._stopped}; no more rounds")
+        return self._stopped is not None
 
-    def _say(self, line: str) -> None:
-        if self.say is not None:
-            self.say(line)
-        else:
-            print(line, file=self.out, flush=True)
-
-    async def _create(self, chunk: list[tuple[str, _Waiting]], queue: dict[str, _Waiting]) -> str:
+    async def _create(self, client: BatchClient, chunk: list[tuple[str, _Waiting]], queue: dict[str, _Waiting]) -> str:
         """Submit one batch; a refusal ends the run (``BatchRefused`` to every episode waiting)."""
         for attempt in range(CREATE_TRIES):
             try:
-                return await self.client.batch_create([(cid, w.request) for cid, w in chunk])
+                return await client.batch_create([(cid, w.request) for cid, w in chunk])
             except ModelError as exc:
                 if not exc.retryable or attempt == CREATE_TRIES - 1:
-                    self._refuse(
-                        BatchRefused(exc, first=not any(b.get("collected") for b in self._state["batches"])), queue
-                    )
+                    first = not any(b.get("collected") for m in self.members for b in m.state["batches"])
+                    self._refuse(BatchRefused(exc, first=first), queue)
                 await asyncio.sleep(min(2.0**attempt, 30.0))
         raise AssertionError("unreachable")
 
     @staticmethod
     def _refuse(refused: BatchRefused, queue: dict[str, _Waiting]) -> NoReturn:
-        """The run ends: every episode waiting is told (its task raises; the run says it in one line)."""
+        """The runs end: every episode waiting is told (its task raises; the run says it in one line)."""
         for waiting in queue.values():
-            for future in waiting.futures:
-                if not future.done():
-                    future.set_exception(refused)
+            for asker in waiting.askers:
+                if not asker.future.done():
+                    asker.future.set_exception(refused)
         raise refused
 
-    def _over_budget(self, requests: int) -> bool:
-        if self._budget is None or self._stopped is not None:
-            return self._stopped is not None
-        mean = self._spent / self._answered if self._answered else 0.0
-        if self._spent + requests * mean > self._budget:
-            self._stopped = (
-                f"max_cost_usd: {self._spent:.4f} USD spent in {self.rounds} rounds; the next round of {requests} "
-                f"requests (about {requests * mean:.4f} USD) would pass the budget"
-            )
-            self._say(f"batch: {self._stopped}; no more rounds")
-        return self._stopped is not None
+    def _cached(self, cid: str, waiting: _Waiting) -> bool:
+        """Whether another run's batch of a killed session, collected after this request was asked,
+        put its answer in the request cache: then it is served from there (that run paid), not sent."""
+        cache = waiting.owner.cache
+        if cache.mode != "on":
+            return False
+        stored = read_entry(cache.directory / cid[:2] / f"{cid}.json")
+        if stored is None:
+            return False
+        for asker in waiting.askers:
+            asker.second = True
+            if not asker.future.done():
+                asker.future.set_result(stored)
+        return True
+
+    def _old(self, cid: str) -> tuple[RoundBatcher, asyncio.Future[ModelResponse]] | None:
+        """The run whose killed session put ``cid`` in a batch not yet collected, and its answer to come."""
+        for member in self.members:
+            future = member.pending(cid)
+            if future is not None:
+                return member, future
+        return None
+
+    async def _answer_from(
+        self, owner: RoundBatcher, old: asyncio.Future[ModelResponse], cid: str, waiting: _Waiting
+    ) -> None:
+        """Another run of the study asks what ``owner``'s old batch holds: it waits for that batch,
+        and is served as the request cache serves (``owner`` paid); a failed one goes into a round."""
+        try:
+            response = await asyncio.shield(old)
+        except _Retry:
+            self._requeue(cid, waiting)
+            return
+        for asker in waiting.askers:
+            asker.second = asker.second or asker.member is not owner
+            if not asker.future.done():
+                asker.future.set_result(response)
 
     def _requeue(self, cid: str, waiting: _Waiting) -> None:
         queued = self._queue.setdefault(cid, _Waiting(waiting.request, tries=waiting.tries))
-        queued.futures += waiting.futures
+        queued.askers += waiting.askers
         queued.tries = max(queued.tries, waiting.tries)
         self._wake.set()
 
-    async def _live(self, cid: str, waiting: _Waiting) -> None:
+    async def _live(self, waiting: _Waiting) -> None:
         try:
-            items = [item async for item in stream_response(self.inner, waiting.request)]
+            items = [item async for item in stream_response(waiting.owner.inner, waiting.request)]
         except Exception as exc:  # noqa: BLE001 - handed to the episode, as a live call's failure is
-            for future in waiting.futures:
-                if not future.done():
-                    future.set_exception(exc)
+            for asker in waiting.askers:
+                if not asker.future.done():
+                    asker.future.set_exception(exc)
             return
         response = items[-1]
         assert isinstance(response, ModelResponse)
-        for future in waiting.futures:
-            if not future.done():
-                future.set_result(response)
+        for asker in waiting.askers:
+            if not asker.future.done():
+                asker.future.set_result(response)
 
-    async def _collect(self, entry: dict[str, Any]) -> dict[str, ModelResponse | str]:
-        """Wait for a batch to end, then take its results: each answer into the request cache and
-        into ``batches.json``'s ``responses`` (priced at half), the entry marked collected."""
-        await self._wait(entry)
-        stops = {cid: tuple(s) for cid, s in entry["requests"].items()}
-        results = await self.client.batch_results(entry["id"], stops)
+    async def _collect(
+        self, batch_id: str, client: BatchClient, chunk: list[tuple[str, _Waiting]]
+    ) -> dict[str, ModelResponse | str]:
+        """Wait for a batch to end, then hand each run its own results (``RoundBatcher.take``)."""
+        await _wait(client, batch_id, self.poll_s, self._say, self._of)
+        stops = {cid: tuple(client.batch_stops(w.request)) for cid, w in chunk}
+        results = await client.batch_results(batch_id, stops)
         kept: dict[str, ModelResponse | str] = {}
-        entry["responses"] = []
-        for cid, result in results.items():
-            if cid not in stops or not _CACHE_KEY.fullmatch(cid):
-                continue  # an id this run did not send (a server's, or a received batches.json's): never a path
-            kept[cid] = result
-            if isinstance(result, ModelResponse):
-                write_entry(self.cache.directory / cid[:2] / f"{cid}.json", response_to_dict(result))
-                entry["responses"].append(result.id)
-                self.batched.add(result.id)
-                price = self._price(result.usage) if self._price is not None else None
-                self._spent += 0.5 * (price or 0.0)
-                self._answered += 1
+        for member in {w.owner for _, w in chunk}:
+            kept |= member.take(batch_id, results)
         for cid in stops:  # asked for and not in the results: the API lost it; asked again
             kept.setdefault(cid, "batch result missing")
-        entry["collected"] = True
-        rundir.write_json(self.run_dir / BATCHES, self._state)
         return kept
+
+    @property
+    def poll_s(self) -> float:
+        return min((m.poll_s for m in self.members), default=30.0)
+
+
+async def _wait(
+    client: BatchClient, batch_id: str, poll_s: float, say: Callable[[str], None], of: Callable[[], str]
+) -> None:
+    started = time.monotonic()
+    while True:
+        ended, counts = await client.batch_status(batch_id)
+        if ended:
+            return
+        if poll_s >= 10:  # a line a poll where polls are minutes apart (tests poll in ms)
+            minutes = (time.monotonic() - started) / 60
+            say(f"batch round {of()}: {counts.get('processing', 0)} waiting, batch in progress {minutes:.0f} min")
+        await asyncio.sleep(poll_s)
+
+
+@dataclass(eq=False)
+class RoundBatcher(ModelLayer):
+    """One run's layer (module docstring) in a round loop (``Rounds``: its own, or a study's); a
+    request's ``custom_id`` is its key in ``cache``."""
+
+    inner: ModelClient  # live calls (a request that failed in MAX_BATCH_TRIES rounds)
+    client: BatchClient
+    cache: CachedModel
+    run_dir: Path
+    out: TextIO
+    poll_s: float = 30.0
+    loop: Rounds | None = None  # the study's rounds (None: a loop of its own)
+    batched: set[str] = field(default_factory=set)  # ids of the responses the batches gave
+    most: int = 0  # the most rounds the run can take (estimate.rounds), for "round 4/8"
+    say: Callable[[str], None] | None = None  # the progress bar's line writer, once there is one
+    state: dict[str, Any] = field(default_factory=dict)
+    spent: float = 0.0  # what this run's batch answers cost (half price)
+    answered: int = 0
+    spent_before: float = 0.0  # what earlier sessions of the run spent (the study's budget adds it)
+    stopped: str | None = None  # why this run sends no more rounds (its budget)
+    _pending: dict[str, asyncio.Future[ModelResponse]] = field(default_factory=dict)  # old batches' requests
+    _collectors: list[asyncio.Task[None]] = field(default_factory=list)
+    _budget: float | None = None  # max_cost_usd, less what earlier runs of this folder spent
+    _price: Callable[[Usage], float | None] | None = None  # an answer's full price
+    _ticket: Ticket | None = None
+
+    @property
+    def rounds(self) -> int:
+        return self.loop.rounds if self.loop is not None else 0
+
+    # --- the run's side -------------------------------------------------------------------------
+
+    def start(self, ticket: Ticket | None = None) -> None:
+        """Collect the batches a killed run left uncollected; join the round loop (``ticket``: a
+        study's place; else a loop of its own)."""
+        self.state = load_state(self.run_dir)
+        self.batched |= {i for b in self.state["batches"] for i in b.get("responses", [])}
+        loop = asyncio.get_running_loop()
+        for batch in self.state["batches"]:
+            if batch.get("collected"):
+                continue
+            for cid in batch["requests"]:
+                self._pending[cid] = loop.create_future()
+            self._collectors.append(asyncio.create_task(self._collect_old(batch)))
+        if ticket is None:
+            self.loop = Rounds(out=self.out)
+            ticket = self.loop.ticket()
+        self.loop, self._ticket = ticket.rounds, ticket
+        ticket.join(self)
+
+    def limit(self, max_cost_usd: float, spent_before: float, price: Callable[[Usage], float | None]) -> None:
+        """The run's budget (module docstring); ``spent_before``: what the folder's records spent."""
+        self._budget, self._price, self.spent_before = max_cost_usd - spent_before, price, spent_before
+
+    def priced(self, price: Callable[[Usage], float | None], spent_before: float) -> None:
+        """How the study prices this run's answers, where the run has no budget of its own."""
+        self._price, self.spent_before = price, spent_before
+
+    def pending(self, cid: str) -> asyncio.Future[ModelResponse] | None:
+        """The answer to come of ``cid`` where a killed session of this run put it in a batch."""
+        return self._pending.get(cid)
+
+    def stop(self) -> None:
+        for task in self._collectors:
+            if not task.done():
+                task.cancel()
+        if self._ticket is not None:
+            self._ticket.close()
+
+    @contextlib.contextmanager
+    def lane(self) -> Iterator[None]:
+        """The scope of one episode: a round waits for every open lane to be waiting on it."""
+        assert self.loop is not None, "start() first"
+        lane = _Lane()
+        self.loop.open_lane(lane)
+        token = _LANE.set(lane)
+        try:
+            yield
+        finally:
+            _LANE.reset(token)
+            self.loop.close_lane(lane)
+
+    # --- the model layer ------------------------------------------------------------------------
+
+    async def stream_response(self, request: ModelRequest) -> AsyncIterator[StreamEvent | ModelResponse]:
+        lane = _LANE.get()
+        if lane is None or self.loop is None:  # outside an episode (a probe): live
+            async for item in stream_response(self.inner, request):
+                yield item
+            return
+        if self.stopped is not None:
+            raise OverBudget(self.stopped)
+        cid = self.cache.path(request).stem
+        lane.waiting += 1
+        try:
+            response = None
+            old = self._pending.get(cid)
+            if old is not None:  # in a batch a killed run submitted: its answer, once collected
+                with contextlib.suppress(_Retry):
+                    response = await asyncio.shield(old)
+            if response is None:
+                asker = self.loop.ask(self, cid, request)
+                response = await asker.future
+                if asker.second:
+                    count("cache_hits")  # another run of the study paid for it: served as the cache would
+                    served_from_cache(response.id)
+        finally:
+            lane.waiting -= 1
+        for event in response_to_events(response):
+            yield event
+        yield response
+
+    # --- what the rounds hand the run -----------------------------------------------------------
+
+    def record_batch(self, batch_id: str, round_no: int, chunk: list[tuple[str, _Waiting]]) -> None:
+        """This run's requests of a batch just made, in batches.json before anything else: a crash
+        loses no batch (a batch the study shares is listed in each run's file with its own requests)."""
+        entry: dict[str, Any] = {
+            "id": batch_id,
+            "round": round_no,
+            "requests": {cid: list(self.client.batch_stops(w.request)) for cid, w in chunk},
+        }
+        self.state["batches"].append(entry)
+        rundir.write_json(self.run_dir / BATCHES, self.state)
+
+    def take(self, batch_id: str, results: dict[str, Any]) -> dict[str, ModelResponse | str]:
+        """This run's results of a batch that ended: each answer into the request cache and into
+        ``batches.json``'s ``responses`` (priced at half), the run's entry marked collected."""
+        kept: dict[str, ModelResponse | str] = {}
+        for entry in self.state["batches"]:
+            if entry["id"] != batch_id or entry.get("collected"):
+                continue
+            entry["responses"] = []
+            for cid in entry["requests"]:
+                result = results.get(cid)
+                if result is None or not _CACHE_KEY.fullmatch(cid):
+                    continue  # not answered (asked again), or not a key this run could have sent: never a path
+                kept[cid] = result
+                if isinstance(result, ModelResponse):
+                    write_entry(self.cache.directory / cid[:2] / f"{cid}.json", response_to_dict(result))
+                    entry["responses"].append(result.id)
+                    self.batched.add(result.id)
+                    price = self._price(result.usage) if self._price is not None else None
+                    self.spent += 0.5 * (price or 0.0)
+                    self.answered += 1
+            entry["collected"] = True
+        rundir.write_json(self.run_dir / BATCHES, self.state)
+        return kept
+
+    def over_budget(self, requests: int, rounds: int) -> bool:
+        """Whether this run's budget stops its next round of ``requests`` (said once)."""
+        if self._budget is None or self.stopped is not None:
+            return self.stopped is not None
+        mean = self.spent / self.answered if self.answered else 0.0
+        if self.spent + requests * mean > self._budget:
+            self.stopped = (
+                f"max_cost_usd: {self.spent:.4f} USD spent in {rounds} rounds; the next round of {requests} "
+                f"requests (about {requests * mean:.4f} USD) would pass the budget"
+            )
+            line = f"batch: {self.stopped}; no more rounds"
+            if self.say is not None:
+                self.say(line)
+            else:
+                print(line, file=self.out, flush=True)
+        return self.stopped is not None
 
     async def _collect_old(self, entry: dict[str, Any]) -> None:
         """A batch a killed run submitted: collected by its id; its requests are answered when
         the resumed episodes ask them again, a failed one goes into a round like any other."""
+        stops = {cid: tuple(s) for cid, s in entry["requests"].items()}
         try:
-            results = await self._collect(entry)
+            await _wait(self.client, entry["id"], self.poll_s, self._say_old, lambda: "of a killed session")
+            results = self.take(entry["id"], await self.client.batch_results(entry["id"], stops))
         except ModelError as exc:
             results = {cid: f"{type(exc).__name__}: {exc}" for cid in entry["requests"]}
-        for cid, result in results.items():
+        for cid in entry["requests"]:
+            result = results.get(cid, "batch result missing")
             future = self._pending.pop(cid, None)
             if future is None or future.done():
                 continue
@@ -382,19 +646,8 @@ class RoundBatcher(ModelLayer):
             else:
                 future.set_exception(_Retry(cid))
 
-    async def _wait(self, entry: dict[str, Any]) -> None:
-        started = time.monotonic()
-        while True:
-            ended, counts = await self.client.batch_status(entry["id"])
-            if ended:
-                return
-            if self.poll_s >= 10:  # a line a poll where polls are minutes apart (tests poll in ms)
-                minutes = (time.monotonic() - started) / 60
-                self._say(
-                    f"batch round {self._of()}: {counts.get('processing', 0)} waiting, "
-                    f"batch in progress {minutes:.0f} min"
-                )
-            await asyncio.sleep(self.poll_s)
+    def _say_old(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
 
 
 class BatchRefused(ConfigError):
