@@ -209,6 +209,41 @@ async def test_killed_and_resumed_nothing_runs_twice(tmp_path: Path) -> None:
     assert all(r["tree"]["iterations"] == lats.iterations for r in after)  # no success: every iteration ran
 
 
+async def test_the_dry_run_prices_the_failed_trajectories_that_value_prompts_show(tmp_path: Path) -> None:
+    """Issue 57's fault 5: once a simulation has failed, each value prompt also shows the failed
+    trajectory with its reflection (``value_parts``): the estimate's value calls from the second
+    iteration on carry that block; with ``lats.reflections=0`` (nothing reflected, nothing shown) not."""
+    from dataclasses import replace as swap
+
+    from react_bench.evaluate import Run
+    from react_bench.methods.lats import OBSERVATION_TOKENS, expansions
+    from react_bench.methods.pricing import Pricing, step_growth
+
+    with MessagesServer(responder=Brancher(gold_answers(1))) as server:
+        cfg = config(server, tmp_path, "dry", 1, LatsConfig(n=3, iterations=4, reflections=3), dry_run=True)
+        priced = {}
+        for reflections in (3, 0):
+            lats = LatsConfig(n=3, iterations=4, reflections=reflections)
+            run = Run.prepare(swap(cfg, solve=SolveSettings(mode="lats", lats=lats)), io.StringIO())
+            try:
+                solver = run.solver
+                priced[reflections] = solver.method.estimate(solver, run.examples[0].question, Pricing())
+                depths = expansions(solver)
+                settings = solver.settings
+                prompt = solver.prompts["reflexion"]
+                reflection_in = (
+                    len(prompt.instruction + prompt.exemplars) // 4 + step_growth(solver) * settings.loop.max_steps
+                )
+            finally:
+                await run.aclose()
+    depth = -(-settings.loop.max_steps // 2)
+    block = depth * (settings.max_tokens // 2 + OBSERVATION_TOKENS) + lats.reflection_max_tokens // 2
+    later = len(depths) - depth  # the expansions after the first iteration's
+    reflect = priced[3].usage.input_tokens - priced[0].usage.input_tokens - later * 3 * block
+    assert later > 0 and priced[3].calls == priced[0].calls + 3  # the same calls, and 3 reflections
+    assert reflect == 3 * reflection_in  # the rest: the 3 reflections' own prompts
+
+
 async def test_the_dry_run_prices_a_search_within_twice_what_it_spends(tmp_path: Path) -> None:
     n = 3
     golds = gold_answers(n)

@@ -90,7 +90,15 @@ from react_bench.events import (
 )
 from react_bench.loop import Decision, ToolCall, execute_all
 from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
-from react_bench.methods.pricing import Estimate, Pricing, shared_prefix_tokens, step_growth, text_call_usage, times
+from react_bench.methods.pricing import (
+    OBSERVATION_TOKENS,
+    Estimate,
+    Pricing,
+    shared_prefix_tokens,
+    step_growth,
+    text_call_usage,
+    times,
+)
 from react_bench.methods.reflexion import memory_text, reflection_parts, reflection_prompt
 from react_bench.models.base import ModelError, ToolSpec
 from react_bench.models.cache import estimate_input_tokens
@@ -859,9 +867,10 @@ class Lats(Method):
     def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
         """Per expansion at depth d: ``n`` samples (the step's prompt, as ReAct's step d + 1: the
         prompt the parent's expansion wrote read from the prompt cache, the step written) and ``n``
-        value calls (the value prompt and the trajectory), each writing half its ``max_tokens`` (an
-        expected figure, like the depth: a search is priced as it is likely to run, not at its most);
-        a reflection per ``lats.reflections``."""
+        value calls (the value prompt, the failed trajectories with their reflections once there are
+        some, and the trajectory), each writing half its ``max_tokens`` (an expected figure, like the
+        depth: a search is priced as it is likely to run, not at its most; one failed trajectory shown
+        from the second iteration on); a reflection per ``lats.reflections``."""
         config: LatsConfig = solver.settings.lats
         request = solver.probe_requests(question)[0]
         first, shared = estimate_input_tokens(request), shared_prefix_tokens(request)
@@ -869,9 +878,19 @@ class Lats(Method):
         value = solver.prompts["lats"]
         reflection = solver.prompts["reflexion"]
         value_tokens = len(value.instruction + value.exemplars) // 4 + len(question) // 4
+        # once a simulation has failed, each value prompt also shows the failed trajectories with their
+        # reflections (``value_parts``): priced as one from the second iteration on (a failure that
+        # repeats an answer already reflected on is not shown again: the stand-in's searches of 4 to 10
+        # iterations wrote one reflection an example), a simulation of half the depth cap, its turns
+        # half their cap as the samples' are priced
+        depth = max(1, -(-solver.settings.loop.max_steps // 2))
+        shown_step = solver.settings.max_tokens // 2 + OBSERVATION_TOKENS
+        failed_block = depth * shown_step + config.reflection_max_tokens // 2
         minimum = pricing.minimum
         total = Estimate(0, Usage())
         for k, d in enumerate(expansions(solver)):
+            iteration = 0 if k < depth else 1 + (k - depth) // max(1, depth - min(1, depth - 1))
+            shown = min(iteration, 1, config.reflections) * failed_block
             tokens = first + d * growth
             # the first sample reads the prompt its parent's expansion wrote (the exemplars, at the root)
             # and writes its step; its siblings, the same prompt, read all of it
@@ -884,7 +903,9 @@ class Lats(Method):
             else:
                 first_sample, siblings = Usage(input_tokens=tokens), times(Usage(input_tokens=tokens), config.n - 1)
             samples = first_sample + siblings + times(out, config.n)
-            values = Usage(input_tokens=value_tokens + d * growth, output_tokens=config.value_max_tokens // 2)
+            # the trajectory a value call scores: its steps as the model is expected to write them
+            value_in = value_tokens + shown + d * shown_step
+            values = Usage(input_tokens=value_in, output_tokens=config.value_max_tokens // 2)
             total = total + Estimate(config.n, samples) + Estimate(config.n, times(values, config.n))
         trajectory = growth * solver.settings.loop.max_steps
         reflect = text_call_usage(
