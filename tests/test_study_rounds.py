@@ -127,3 +127,25 @@ def test_a_study_killed_during_a_round_resumes_with_nothing_sent_twice(tmp_path:
     assert len(runs) == 14
     for key, run_dir in runs.items():
         assert len(predictions(run_dir)) == N, key
+
+
+def test_the_study_budget_stops_its_rounds_and_the_study_goes_on_with_more(tmp_path: Path) -> None:
+    """``max_cost_usd`` under shared rounds is the whole study's: once a round would pass it, none is
+    submitted (the first round's answers priced the rest); started again with a larger budget, every
+    run finishes from where it stopped, the answers already paid for read from the request cache."""
+    golds = gold_answers(N) | gold_answers(N, "fever")
+    with MessagesServer(responder=Mixed(golds)) as server:
+        server.batch_latency_s = 0.2
+        env = env_for(tmp_path, "cache")
+        base = study_args(server, tmp_path / "r", "batch=true", "batch_poll_s=0.1", "run_id=budgeted")
+        stopped = subprocess.run([*base, "max_cost_usd=0.001"], env=env, capture_output=True, text=True)
+        assert stopped.returncode == 0, stopped.stderr[-3000:]
+        assert "would pass the study's budget" in stopped.stdout and len(server.batches) == 1
+        unfinished = {k: len(predictions(d)) for k, d in runs_of(tmp_path / "r").items()}
+        assert any(n < N for n in unfinished.values())  # the agents' runs waited on a second round
+        more = subprocess.run([*base, "max_cost_usd=100"], env=env, capture_output=True, text=True)
+        assert more.returncode == 0, more.stderr[-3000:]
+        ids = sent_ids(server)
+        assert [r.path for r in server.requests if r.path == "/v1/messages"] == []
+    assert len(ids) == len(set(ids))
+    assert all(len(predictions(d)) == N for d in runs_of(tmp_path / "r").values())
