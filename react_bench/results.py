@@ -314,8 +314,8 @@ def failure_label(record: ExampleRecord | Mapping[str, Any], actions: Sequence[S
     if r.correct:
         return "correct"
     executed = _executed(r, actions)
-    actions = [action for _, action, _ in executed]
-    if any(actions.count(a) >= 3 for a in set(actions)):
+    called = [action for _, action, _ in executed]
+    if any(called.count(a) >= 3 for a in set(called)):
         return "repeated_action"
     searches = [observation for name, _, observation in executed if name == "search"]
     if searches and all(o.startswith("Could not find") for o in searches):

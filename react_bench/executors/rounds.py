@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import json
 import re
 import time
@@ -135,7 +136,8 @@ def client_group(client: BatchClient) -> str:
 
     config = getattr(client, "config", None)
     settings = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else {}
-    data = [type(client).__name__, endpoint_of(client), getattr(client, "name", None), settings]
+    endpoint = endpoint_of(client) if isinstance(client, ModelClient) else None
+    data = [type(client).__name__, endpoint, getattr(client, "name", None), settings]
     return json.dumps(data, sort_keys=True, default=str)
 
 
@@ -164,8 +166,9 @@ class Ticket:
 @dataclass
 class Rounds:
     """The round loop: one for a run alone, or one shared by the runs of a study
-    (``react_bench.shared_rounds``), whose waiting requests go in the same batches. A round goes when every open episode of every
-    run waits on the model (and every run expected has joined or ended); its requests are grouped by
+    (``react_bench.shared_rounds``), whose waiting requests go in the same batches. A round goes
+    when every open episode of every run waits on the model (and every run expected has joined or
+    ended); its requests are grouped by
     client (``client_group``), split at the API's limits, submitted once, and each answer handed to
     the episodes that asked it. Each run keeps its own batches.json (its own requests of each
     batch), request cache, budget and price."""
@@ -280,7 +283,7 @@ class Rounds:
         started = time.monotonic()
         groups: dict[str, list[tuple[str, _Waiting]]] = {}
         for cid, waiting in batched.items():
-            groups.setdefault(client_group(waiting.owner.client), []).append((cid, waiting))
+            groups.setdefault(waiting.owner.group, []).append((cid, waiting))
         made: list[tuple[str, BatchClient, list[tuple[str, _Waiting]]]] = []
         for items in groups.values():
             client = items[0][1].owner.client
@@ -308,9 +311,10 @@ class Rounds:
                 else result
             )
             for cid, answer in answers.items():
-                waiting = batched.get(cid)
-                if waiting is None:
+                found = batched.get(cid)
+                if found is None:
                     continue
+                waiting = found
                 if isinstance(answer, ModelResponse):
                     for asker in waiting.askers:
                         if not asker.future.done():
@@ -490,6 +494,11 @@ class RoundBatcher(ModelLayer):
     @property
     def rounds(self) -> int:
         return self.loop.rounds if self.loop is not None else 0
+
+    @functools.cached_property
+    def group(self) -> str:
+        """Which batches this run's requests may share (``client_group``), worked out once."""
+        return client_group(self.client)
 
     # --- the run's side -------------------------------------------------------------------------
 
