@@ -184,6 +184,7 @@ class Rounds:
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _driver: asyncio.Task[None] | None = None
     _stopped: str | None = None  # the study's budget: why no round goes any more
+    _left: list[RoundBatcher] = field(default_factory=list)  # runs that ended: their spending still counts
 
     def ticket(self) -> Ticket:
         ticket = Ticket(self)
@@ -199,6 +200,7 @@ class Rounds:
     def leave(self, member: RoundBatcher) -> None:
         if member in self.members:
             self.members.remove(member)
+            self._left.append(member)
         if not self.members and not [t for t in self.tickets if not t.closed] and self._driver is not None:
             self._driver.cancel()
 
@@ -263,11 +265,12 @@ class Rounds:
         return f"{self.rounds}/{max(most, self.rounds)}" if most else str(self.rounds)
 
     async def _round(self, queue: dict[str, _Waiting]) -> None:
-        for cid in [c for c, w in queue.items() if self._cached(c, w)]:  # collected since it was asked
-            queue.pop(cid)
-        for cid in [c for c in queue if self._old(c) is not None]:  # in a batch a killed session made
-            owner, future = self._old(cid)  # type: ignore[misc]
-            asyncio.create_task(self._answer_from(owner, future, cid, queue.pop(cid)))
+        if any(m.resumed for m in [*self.members, *self._left]):  # a killed session left batches: not sent again
+            for cid in [c for c, w in queue.items() if self._cached(c, w)]:  # collected since it was asked
+                queue.pop(cid)
+            for cid in [c for c in queue if self._old(c) is not None]:  # in a batch not collected yet
+                owner, future = self._old(cid)  # type: ignore[misc]
+                asyncio.create_task(self._answer_from(owner, future, cid, queue.pop(cid)))
         for cid in [c for c, w in queue.items() if self._over_budget(w, queue)]:
             waiting = queue.pop(cid)
             for asker in waiting.askers:
@@ -342,9 +345,10 @@ class Rounds:
             return True
         if self.max_cost_usd is None or self._stopped is not None:
             return self._stopped is not None
-        spent = sum(m.spent_before + m.spent for m in self.members)
-        answered = sum(m.answered for m in self.members)
-        mean = sum(m.spent for m in self.members) / answered if answered else 0.0
+        every = [*self.members, *self._left]  # a run that has ended spent too
+        spent = sum(m.spent_before + m.spent for m in every)
+        answered = sum(m.answered for m in every)
+        mean = sum(m.spent for m in every) / answered if answered else 0.0
         if spent + len(queue) * mean > self.max_cost_usd:
             self._stopped = (
                 f"max_cost_usd: {spent:.4f} USD spent by the study in {self.rounds} rounds; the next round of "
@@ -485,6 +489,7 @@ class RoundBatcher(ModelLayer):
     answered: int = 0
     spent_before: float = 0.0  # what earlier sessions of the run spent (the study's budget adds it)
     stopped: str | None = None  # why this run sends no more rounds (its budget)
+    resumed: bool = False  # it started with batches a killed session left uncollected
     _pending: dict[str, asyncio.Future[ModelResponse]] = field(default_factory=dict)  # old batches' requests
     _collectors: list[asyncio.Task[None]] = field(default_factory=list)
     _budget: float | None = None  # max_cost_usd, less what earlier runs of this folder spent
@@ -506,6 +511,7 @@ class RoundBatcher(ModelLayer):
         """Collect the batches a killed run left uncollected; join the round loop (``ticket``: a
         study's place; else a loop of its own)."""
         self.state = load_state(self.run_dir)
+        self.resumed = any(not b.get("collected") for b in self.state["batches"])
         self.batched |= {i for b in self.state["batches"] for i in b.get("responses", [])}
         loop = asyncio.get_running_loop()
         for batch in self.state["batches"]:
@@ -523,10 +529,6 @@ class RoundBatcher(ModelLayer):
     def limit(self, max_cost_usd: float, spent_before: float, price: Callable[[Usage], float | None]) -> None:
         """The run's budget (module docstring); ``spent_before``: what the folder's records spent."""
         self._budget, self._price, self.spent_before = max_cost_usd - spent_before, price, spent_before
-
-    def priced(self, price: Callable[[Usage], float | None], spent_before: float) -> None:
-        """How the study prices this run's answers, where the run has no budget of its own."""
-        self._price, self.spent_before = price, spent_before
 
     def pending(self, cid: str) -> asyncio.Future[ModelResponse] | None:
         """The answer to come of ``cid`` where a killed session of this run put it in a batch."""
@@ -682,17 +684,6 @@ class _Retry(Exception):
     def __init__(self, cid: str) -> None:
         super().__init__(cid)
         self.cid = cid
-
-
-def _copy(done: asyncio.Future[ModelResponse], future: asyncio.Future[ModelResponse]) -> None:
-    if future.done():
-        return
-    if done.cancelled():
-        future.cancel()
-    elif done.exception() is not None:
-        future.set_exception(done.exception())  # type: ignore[arg-type]
-    else:
-        future.set_result(done.result())
 
 
 def _chunks(items: list[tuple[str, _Waiting]], client: BatchClient) -> Iterator[list[tuple[str, _Waiting]]]:

@@ -94,10 +94,9 @@ def scan(run_dir: str | Path, report_dir: Path | None = None) -> RunScan:
     run_dir = Path(run_dir).resolve()
     side = _side(run_dir, report_dir)
     stamp = _stamp(run_dir)
-    for wanted in (side, None) if side is None else (side,):
-        kept = _SCANS.get((str(run_dir), wanted))
-        if kept is not None and kept[0] == stamp:
-            return kept[1]
+    kept = _SCANS.get((str(run_dir), side))  # (a scan made with pages is kept under None too)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
     result = _scan(run_dir, side)
     _SCANS[(str(run_dir), side)] = (stamp, result)
     if side is not None:  # the same figures serve a reader that asks without a report
