@@ -340,10 +340,10 @@ class Run:
             summary.update(
                 calls_at_most=most,
                 calls_expected=estimate.calls,
-                note="expected: every iteration's simulation runs half the depth cap (at most: all of it)",
+                note=f"expected: {self.solver.method.expected_said(self.solver)} (at most: every call it can make)",
             )
             calls_said = f"about {estimate.calls} calls (at most {most})"
-            bound_said = "each simulation to half the depth cap, in every iteration"
+            bound_said = self.solver.method.expected_said(self.solver)
         lines = [
             f"dry run (no model call): {len(examples)} examples, {calls_said}, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "

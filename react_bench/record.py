@@ -463,6 +463,7 @@ class SearchSummary:
     replayed_steps: int = 0  # environment steps spent rebuilding nodes' states, over all examples
     select: str = "reward"  # lats.select: what chooses the answer among finished nodes
     reward_selected: float = 0.0  # the share of examples whose answer the environment's reward chose
+    protocol: str = "project"  # lats.protocol: the harness's search, or LATS's own code (official)
 
     @property
     def oracle_feedback(self) -> bool:

@@ -39,8 +39,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "split",
         "offline",
-        "offline (its wiki is offline) | paper500 (the paper's 500) | all",
-        before="Examples: split = offline (default; its wiki is offline) | paper500 | all.",
+        "offline (its wiki is offline) | paper500 (the paper's 500) | all | lats100 (HotpotQA: LATS's 100 train "
+        "questions, from the hub)",
+        before="Examples: split = offline (default; its wiki is offline) | paper500 | all | lats100.",
     ),
     Setting("n", None, "null: the model's default_n (local: 5), else the whole split"),
     Setting("offset", 0, "skip the first examples of the split"),
@@ -138,6 +139,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("lats.value_max_tokens", 100, "output tokens of a value call"),
     Setting("lats.reflection_max_tokens", 256, "output tokens of a reflection"),
     Setting("lats.live_envs", 4, "environments kept at their node (the others are rebuilt by replaying actions)"),
+    Setting(
+        "lats.protocol",
+        "project",
+        "project (this harness's search) | official (LATS's own HotpotQA code at 853d816, its prompts "
+        "and quirks, byte for byte; oracle feedback: methods/lats_official.py)",
+    ),
     Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
     Setting("prompt.key", None, "the key of the prompt in prompt.file"),
     Setting(

@@ -342,6 +342,10 @@ class Method:
         None where ``estimate`` is already the most (every episode to its cap)."""
         return None
 
+    def expected_said(self, solver: Solver) -> str:
+        """Where ``calls_at_most`` gives a most: how the expected figure was reckoned, in a few words."""
+        return "each simulation to half the depth cap, in every iteration"
+
     def rounds(self, solver: Solver) -> int:
         """``batch=true``: the most rounds an example can take, its calls one after another."""
         return parts_rounds(solver)

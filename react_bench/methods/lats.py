@@ -64,6 +64,9 @@ reflections (written while fewer than 4 distinct failed trajectories exist), exp
 visits once more, which is not done here), ``sc_weight`` 0 (the released code leaves the
 self-consistency term out; the paper's ``lambda`` is ``1 - sc_weight``). The simulation depth is
 the step cap (their HotpotQA code stops simulations at depth 4, WebShop's at 15).
+
+``lats.protocol=official`` runs their HotpotQA code's search instead, its prompts and quirks
+included (``lats_official.py``); this module's search is ``lats.protocol=project``, the default.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ from react_bench.events import (
 )
 from react_bench.loop import Decision, ToolCall, execute_all
 from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
+from react_bench.methods.lats_official import official_estimate, official_most, solve_official
 from react_bench.methods.pricing import (
     OBSERVATION_TOKENS,
     Estimate,
@@ -114,6 +118,10 @@ Feedback = Literal["honest", "oracle"]
 FEEDBACKS: tuple[str, ...] = get_args(Feedback)
 Select = Literal["reward", "value"]
 SELECTS: tuple[str, ...] = get_args(Select)
+Protocol = Literal["project", "official"]
+PROTOCOLS: tuple[str, ...] = get_args(Protocol)
+# what lats.protocol=official reads (lats_official.py); any other lats.* setting changed is refused there
+OFFICIAL_READS = ("protocol", "n", "iterations", "temperature", "value_samples", "feedback", "select")
 # LATS's published figures for what mode=lats runs, LATS (ReAct) (Zhou et al., ICML 2024, arXiv
 # 2310.04406 v3), gpt-3.5. HotpotQA: 0.63 at k=50 (0.61 in v2), with the gold answer's EM as the
 # terminal reward (oracle feedback); 0.71 is LATS (CoT+ReAct), a variant the official code lacks.
@@ -138,6 +146,8 @@ def unlike_lats_runs(task: str, run: Mapping[str, Any]) -> list[str]:
     _, data = LATS_CONDITIONS.get(task, (None, None))
     if data is not None and not (run.get("env") or {}).get("url"):
         said.append(f"this run's shop is the project's generated catalog, not {data}")
+    if task == "hotpotqa" and run.get("split") not in (None, "lats100"):
+        said.append("this run's questions are not LATS's (the first 100 of HotpotQA's train split: split=lats100)")
     model = str(run.get("model") or "")
     if model and "gpt-3.5" not in model:
         said.append(f"{model}, not gpt-3.5")
@@ -160,6 +170,7 @@ class LatsConfig:
     value_max_tokens: int = default("lats.value_max_tokens")
     reflection_max_tokens: int = default("lats.reflection_max_tokens")
     live_envs: int = default("lats.live_envs")
+    protocol: Protocol = default("lats.protocol")
 
     @staticmethod
     def from_mapping(values: Mapping[str, Any]) -> LatsConfig:
@@ -180,6 +191,8 @@ class LatsConfig:
             raise ConfigError(f"lats.feedback={self.feedback!r}: one of {', '.join(FEEDBACKS)}")
         if self.select not in SELECTS:
             raise ConfigError(f"lats.select={self.select!r}: one of {', '.join(SELECTS)}")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"lats.protocol={self.protocol!r}: one of {', '.join(PROTOCOLS)}")
         if self.select == "value" and self.feedback == "oracle":
             raise ConfigError(
                 "lats.select=value with lats.feedback=oracle: the gold answer rewards every finished node; "
@@ -187,12 +200,38 @@ class LatsConfig:
             )
 
     def checked(self, task: str, answers: bool) -> LatsConfig:
+        if self.protocol == "official":
+            return self._official(task)
         if self.feedback == "oracle" and not answers:
             raise ConfigError(
                 f"lats.feedback=oracle: task={task} has no reference answers; its environment's reward is the "
                 "honest feedback (lats.feedback=honest)"
             )
         return self
+
+    def _official(self, task: str) -> LatsConfig:
+        """``lats.protocol=official``: LATS's code on HotpotQA, whose reward is the gold answer's exact
+        match (oracle feedback, set here) and which reads no other ``lats.*`` setting."""
+        if task != "hotpotqa":
+            raise ConfigError(
+                f"lats.protocol=official is LATS's HotpotQA code (lats_official.py); task={task} runs "
+                "lats.protocol=project"
+            )
+        if self.select == "value":
+            raise ConfigError(
+                "lats.protocol=official chooses by reward (the gold answer's match); drop lats.select=value"
+            )
+        changed = [
+            f"lats.{name}"
+            for name in self.__dataclass_fields__
+            if name not in OFFICIAL_READS and getattr(self, name) != getattr(LatsConfig(), name)
+        ]
+        if changed:
+            raise ConfigError(
+                f"lats.protocol=official has fixed values where this run sets {', '.join(changed)} "
+                "(docs/decisions.md: LATS's official protocol); drop them or use lats.protocol=project"
+            )
+        return replace(self, feedback="oracle")
 
     @property
     def oracle_feedback(self) -> bool:
@@ -779,6 +818,8 @@ class Lats(Method):
         settings = dict(solve.get("lats") or {})
         if settings.get("select") == "reward":
             del settings["select"]
+        if settings.get("protocol") == "project":
+            del settings["protocol"]
         return {**solve, "lats": settings} if "lats" in solve else solve
 
     def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
@@ -799,6 +840,8 @@ class Lats(Method):
         """LATS's search of one example (``TreeSearch``): the chosen trajectory is the example's
         episode, scored as a ReAct episode is; the tree goes in the record."""
         config: LatsConfig = solver.settings.lats
+        if config.protocol == "official":
+            return await solve_official(solver, example, on_event)
         stats = StepStats()
         if solver.env_factory is None:
             raise ValueError("mode=lats needs an environment")
@@ -861,6 +904,7 @@ class Lats(Method):
                 mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
                 mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
                 replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
+                protocol=str((solve.get("lats") or {}).get("protocol") or "project"),
             )
         }
 
@@ -872,6 +916,8 @@ class Lats(Method):
         depth: a search is priced as it is likely to run, not at its most; one failed trajectory shown
         from the second iteration on); a reflection per ``lats.reflections``."""
         config: LatsConfig = solver.settings.lats
+        if config.protocol == "official":
+            return official_estimate(solver, question)
         request = solver.probe_requests(question)[0]
         first, shared = estimate_input_tokens(request), shared_prefix_tokens(request)
         growth = step_growth(solver)
@@ -917,10 +963,19 @@ class Lats(Method):
         """Every simulation to the cap, in every iteration: per expansion ``n`` samples and ``n``
         values, and the reflections."""
         config: LatsConfig = solver.settings.lats
+        if config.protocol == "official":
+            return official_most(config.n, config.iterations)[0]
         return 2 * config.n * len(expansions(solver, most=True)) + config.reflections
+
+    def expected_said(self, solver: Solver) -> str:
+        if solver.settings.lats.protocol == "official":
+            return "every iteration's expansion and its simulation to depth 4, half of each call's 100 tokens"
+        return super().expected_said(solver)
 
     def rounds(self, solver: Solver) -> int:
         """An expansion: its samples, then their values."""
+        if solver.settings.lats.protocol == "official":
+            return official_most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
         return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
 
 

@@ -94,6 +94,7 @@ def load_runs(paths: Iterable[str | Path], report_dir: Path | None = None, run_i
                 # the environment's reward, scored against the hidden goal, chose an answer (oracle-like)
                 "chosen_by_reward": bool(m and m.chosen_by_reward),
                 "env": config.get("env") or {},  # the environment's settings (a shop's url, ...)
+                "split": (config.get("task") or {}).get("split"),
             }
         )
     return pd.DataFrame(rows)

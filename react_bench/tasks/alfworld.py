@@ -250,8 +250,8 @@ class AlfworldTask:
 
     def examples(self, config: TaskConfig, env_config: AlfworldConfig | None = None) -> list[Example]:
         env = self.games = env_config if env_config is not None else AlfworldConfig()
-        if config.split == "paper500":
-            raise ConfigError("task=alfworld has no paper500 split: alfworld.split chooses the games")
+        if config.split in ("paper500", "lats100"):
+            raise ConfigError(f"task=alfworld has no {config.split} split: alfworld.split chooses the games")
         folder = self.split_folder(config, env)
         examples, bad = [], []
         for traj_file in sorted(folder.rglob("traj_data.json")):

@@ -396,6 +396,8 @@ def resolve_pool(
             raise ConfigError("task.data_file names a local file; it cannot be combined with task.source=hub")
         path = Path(config.data_file).expanduser()
         return local_pool(path if path.is_absolute() else resolve_data_dir(config.data_dir) / path)
+    if config.split not in files:
+        raise ConfigError(f"split={config.split} is not one of {task}'s: {', '.join(files)}")
     rel = files[config.split]
     if config.source == "hub":
         if config.split == "offline":

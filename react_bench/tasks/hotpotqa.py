@@ -25,6 +25,7 @@ Decisions a next engineer needs:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import html
 import json
@@ -37,7 +38,7 @@ from react_bench.metrics import exact_match, f1_score
 from react_bench.prompts import PaperPrompts
 from react_bench.tasks import data
 from react_bench.tasks.base import Coverage, Example, Pool, TaskConfig, TaskInfo, select
-from react_bench.tasks.data import HubSpec, locate, peek_record, read_records, resolve_pool
+from react_bench.tasks.data import DataUnavailableError, HubSpec, locate, peek_record, read_records, resolve_pool
 from react_bench.tasks.hubdata import Recipe
 from react_bench.tasks.wikitask import PALM_HOTPOTQA, PAPER_TABLE1, WikiTask
 
@@ -46,6 +47,7 @@ FILES = {
     "offline": "hotpotqa/hotpot_dev_distractor_685.json",
     "paper500": "hotpotqa/hotpot_dev_v1_simplified.json",
     "all": "hotpotqa/hotpot_dev_v1_simplified.json",
+    "lats100": "hotpotqa/hotpot_train_lats100.json",
 }
 HUB = HubSpec("hotpotqa/hotpot_qa", "distractor", "validation")
 WIKI_SOURCE = "hotpotqa/hotpot_dev_distractor_685.json"  # its context paragraphs are the offline wiki
@@ -207,6 +209,40 @@ RECIPE = Recipe(
 )
 
 
+TRAIN_HUB = HubSpec("hotpotqa/hotpot_qa", "distractor", "train")
+LATS_FILE = "hotpot_train_lats100.json"
+LATS_QUESTIONS = 100  # LATS's hotpot/lats.sh: --task_start_index 0 --task_end_index 100, split "train"
+
+
+def write_lats100(datasets: list[Any], folder: Path) -> dict[str, int]:
+    """The first 100 questions of the hub's distractor train split (official layout, train order):
+    the questions LATS's HotpotQA figures were made on (its ``hotpot_train_v1.1_simplified.json``
+    rows 0-99, the same split in the same order)."""
+    (dataset,) = datasets
+    rows = [official_record(dataset[k]) for k in range(min(LATS_QUESTIONS, len(dataset)))]
+    (folder / LATS_FILE).write_text(json.dumps(rows, ensure_ascii=False) + "\n", encoding="utf-8")
+    return {"questions": len(rows), "of": len(dataset)}
+
+
+LATS_RECIPE = Recipe(
+    task="hotpotqa-lats100",
+    specs=(TRAIN_HUB,),
+    size_hint="hotpotqa/hotpot_qa's distractor train split, 90,447 questions, of which the first 100 are kept",
+    write=write_lats100,
+    files={"lats100": LATS_FILE, "wiki": LATS_FILE},
+)
+
+
+def lats100_file(config: TaskConfig) -> Path:
+    """split=lats100: the data folder's file where it holds one, else the hub build's (``LATS_RECIPE``)."""
+    folder = data.find_data_dir(config.data_dir)
+    if folder is not None and (folder / FILES["lats100"]).is_file():
+        return folder / FILES["lats100"]
+    if config.source == "local":
+        raise DataUnavailableError(f"hotpotqa lats100: no {FILES['lats100']} in the data folder (task.source=local)")
+    return LATS_RECIPE.build() / LATS_FILE
+
+
 class HotpotQATask(WikiTask):
     info = TaskInfo(
         grounded_answers=True,
@@ -227,6 +263,9 @@ class HotpotQATask(WikiTask):
     )
 
     def pool(self, config: TaskConfig) -> Pool:
+        if config.split == "lats100" and not config.data_file:  # built from the hub's train split, whatever the folder
+            path = lats100_file(config)
+            return dataclasses.replace(local_pool(path), origin=data.origin_of(path))
         return resolve_pool(
             config, task=self.info.name, files=FILES, local_pool=local_pool, hub_pool=hub_pool, recipe=RECIPE
         )
@@ -245,6 +284,8 @@ class HotpotQATask(WikiTask):
     def local_wiki(self, config: TaskConfig, cache_dir: Path | None = None) -> Path:
         from react_bench.envs.wiki.build import ensure_wiki
 
+        if config.split == "lats100":  # its questions' own paragraphs: the offline wiki of LATS's questions
+            return ensure_wiki("hotpotqa-lats100", lats100_file(config), "distractor", cache_dir)
         return ensure_wiki(
             self.info.name, locate(config, "wiki", {"wiki": WIKI_SOURCE}, RECIPE), "distractor", cache_dir
         )

@@ -39,8 +39,10 @@ class SynthWikiTask(WikiTask):
     def examples(self, config: TaskConfig, env_config: Any = None) -> list[Example]:
         from react_bench.envs.wiki.generate import read_questions
 
-        if config.split == "paper500":
-            raise ConfigError(f"task={self.info.name} has no paper500 split: use split=offline (its test questions)")
+        if config.split in ("paper500", "lats100"):
+            raise ConfigError(
+                f"task={self.info.name} has no {config.split} split: use split=offline (its test questions)"
+            )
         folder = self.folder(config)
         examples = [
             Example(

@@ -96,6 +96,8 @@ class WebShopTask(OneGroupPrompts):
 
     def examples(self, config: TaskConfig, env_config: WebShopConfig | None = None) -> list[Example]:
         env = env_config if env_config is not None else WebShopConfig()
+        if config.split == "lats100":
+            raise ConfigError("split=lats100 is HotpotQA's (LATS's 100 train questions); task=webshop has none")
         catalog = Catalog.generate(env.seed, env.products, env.goals) if env.url is None else None
         # WebShop's own server holds thousands of goals; the paper's are its first 500
         available = PAPER_GOALS if env.url is not None else env.goals

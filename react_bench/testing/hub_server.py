@@ -16,6 +16,9 @@ It speaks the hub's wire protocol as ``huggingface_hub`` reads it:
   ``ETag`` and ``X-Repo-Commit``; an LFS file answers 302 to a content host (``localhost:<port>/cdn/<sha256>``,
   another origin, as the hub redirects to its CDN) with ``X-Linked-Etag`` and ``X-Linked-Size``,
   which is what the client keys its cache on. ``Range`` requests are honoured.
+- Model repositories (``models=``, e.g. a tokenizer's ``vocab.json``) the same way without the
+  ``datasets`` prefix: ``/<repo>/resolve/<rev>/<path>`` and ``/api/models/<repo>...``; a name asked
+  under the other kind is ``RepoNotFound``, as on the hub.
 - Errors as the hub gives them: an unknown repository is 401 ``X-Error-Code: RepoNotFound``
   (the hub does not tell a private repository from a missing one), an unknown revision 404
   ``RevisionNotFound``, a missing file 404 ``EntryNotFound``; each with ``{"error": ...}``.
@@ -105,11 +108,15 @@ Branches = dict[str, dict[str, HubFile]]  # branch or ref name -> the files at i
 
 class HubStandIn:
     """Serves ``repos`` as hub dataset repositories: ``{"owner/name": folder}`` (the ``main`` branch)
-    or ``{"owner/name": {"main": folder, "refs/convert/parquet": folder2}}`` (several refs)."""
+    or ``{"owner/name": {"main": folder, "refs/convert/parquet": folder2}}`` (several refs); ``models``
+    as model repositories (``/<owner>/<name>/resolve/...``, ``/api/models/...``: e.g. a tokenizer's files)."""
 
-    def __init__(self, repos: dict[str, Path | dict[str, Path]], port: int = 0) -> None:
+    def __init__(
+        self, repos: dict[str, Path | dict[str, Path]], port: int = 0, models: dict[str, Path] | None = None
+    ) -> None:
         self.repos: dict[str, Branches] = {}
-        for name, spec in repos.items():
+        self.models = set(models or ())
+        for name, spec in {**repos, **(models or {})}.items():
             refs = spec if isinstance(spec, dict) else {"main": spec}
             self.repos[name] = {ref: read_repo(Path(folder)) for ref, folder in refs.items()}
         self.shas = {
@@ -145,17 +152,18 @@ class HubStandIn:
         parts = raw.strip("/").split("/")
         if parts[:1] == ["cdn"] and len(parts) == 2:
             return self._cdn(request, parts[1])
-        api = parts[:2] == ["api", "datasets"]
+        api = parts[:2] in (["api", "datasets"], ["api", "models"])
+        model = parts[:2] == ["api", "models"] or parts[:1] not in (["datasets"], ["api"])
         if api:
             parts = parts[2:]
         elif parts[:1] == ["datasets"]:
             parts = parts[1:]
-        else:
+        elif not model:
             return Response("Not Found", status_code=404)
         if len(parts) < 2:
             return Response("Not Found", status_code=404)
         name = f"{unquote(parts[0])}/{unquote(parts[1])}"
-        if name not in self.repos:
+        if name not in self.repos or (name in self.models) != model:
             return _error(401, "RepoNotFound", f"Repository Not Found for url: {request.url}.")
         rest = parts[2:]
         if api and not rest:
@@ -309,10 +317,25 @@ configs:
 """
 
 
-def write_hotpotqa_repo(records: list[dict[str, Any]], folder: Path) -> Path:
-    """``hotpotqa/hotpot_qa``'s layout (distractor validation) from records in the official layout."""
-    import pyarrow as pa
+def write_hotpotqa_repo(records: list[dict[str, Any]], folder: Path, train: list[dict[str, Any]] | None = None) -> Path:
+    """``hotpotqa/hotpot_qa``'s layout (distractor validation, and train where ``train`` is given)
+    from records in the official layout."""
     import pyarrow.parquet as pq
+
+    (folder / "distractor").mkdir(parents=True, exist_ok=True)
+    card = HOTPOTQA_CARD
+    for split, rows_of in (("validation", records), ("train", train)):
+        if rows_of is None:
+            continue
+        pq.write_table(_hotpotqa_table(rows_of), folder / "distractor" / f"{split}-00000-of-00001.parquet")
+        if split == "train":
+            card = card.replace("  data_files:\n", "  data_files:\n  - split: train\n    path: distractor/train-*\n")
+    (folder / "README.md").write_text(card, encoding="utf-8")
+    return folder
+
+
+def _hotpotqa_table(records: list[dict[str, Any]]) -> Any:
+    import pyarrow as pa
 
     rows = [
         {
@@ -340,12 +363,7 @@ def write_hotpotqa_repo(records: list[dict[str, Any]], folder: Path) -> Path:
             ("context", pa.struct([("title", pa.list_(pa.string())), ("sentences", pa.list_(pa.list_(pa.string())))])),
         ]
     )
-    (folder / "distractor").mkdir(parents=True, exist_ok=True)
-    pq.write_table(
-        pa.Table.from_pylist(rows, schema=schema), folder / "distractor" / "validation-00000-of-00001.parquet"
-    )
-    (folder / "README.md").write_text(HOTPOTQA_CARD, encoding="utf-8")
-    return folder
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 FEVER_SCRIPT = """# A dataset loading script: datasets 4+ refuses to run it (the hub's fever/fever main branch has one)

@@ -1,0 +1,803 @@
+"""``lats.protocol=official``: LATS's own HotpotQA search, as its code runs it, quirks included.
+
+A port of ``hotpot/lats.py`` and ``hotpot/hotpotqa.py`` of lapisrocks/LanguageAgentTreeSearch at
+853d816 (the code behind LATS's HotpotQA figures), written here from reading it; its prompts are
+read out of its pinned ``hotpot/hotpot.py`` as data (``upstream.json``: ``lats/cot_prompt`` and
+the others), never run. For the same tree the requests are the ones that code sends: the same
+prompt text as one user message, temperature (``lats.temperature``), 100 output tokens, the stop
+``Observation`` for a step and none for a value or a reflection. Its ``n`` (``lats.n`` for an
+expansion, 5 in a simulation) is ``n`` requests here, as the Messages API has no ``n``; each
+carries its own sample index, so the request cache keeps each sample apart, and a prompt sent
+again (a reflection written anew, a node expanded twice) is sampled again, as the code's was.
+
+What the code does, and so this port (docs/decisions.md lists each with its place in the code):
+
+- **One environment** for the whole search of a question: every child's action runs, in the order
+  the samples came, in the same Wikipedia environment, never reset nor replayed, so a
+  ``Lookup`` reads whatever page the last ``Search`` anywhere in the tree opened. A ``Finish``
+  sets the answer; every later step's reward is that answer's exact match against the gold (a
+  ``Search`` after a right ``Finish`` is a terminal node of reward 1). The finish observation is
+  ``Episode finished, reward = <EM>``: the gold answer's verdict, shown to the model.
+- **Its parsing**: a sample's thought and action are the text between the first and the second
+  colon of its ``Thought <d>`` and first ``Action`` lines; the action's type is lower-cased, its
+  argument cut at the first ``]``. A sample without an action line makes no child; samples of the
+  same (thought, action) make one.
+- **Its prompts**: a node's prompt is the question followed by each step's lines
+  (``generate_prompt``); an expansion sends ``cot_prompt`` around it and ``Thought <d+1>: ``, or,
+  once reflections exist, ``cot_prompt_feedback`` with each failed trajectory and its
+  reflection; either switches to its ``_short`` form when GPT-2's tokenizer counts more than
+  4,000 tokens (the ``gpt2`` tokenizer from the hub, ``gpt2_counter``). The value prompt is always
+  ``value_prompt_reasoning`` around the node's prompt and ``\\nThis trajectory is ``: the code
+  builds one with the failed trajectories and then overwrites it (its ``and False`` branch).
+- **Its reflections**: before an expansion, while there are more distinct failed answers (at most
+  5 counted) than reflections and fewer than 4, every reflection is written anew
+  (``generate_self_reflection``), each trajectory read back from ``str(Node)`` lines
+  (``node_trajectory_to_text``: an observation is cut at its first ``)`` and a line break).
+- **Its values**: a reply's score is the first of 10, 9, ..., 1 that appears in it anywhere
+  (``value_outputs_unwrap``), -1 when none does (counted as unparsed); a value is cached by its
+  prompt; a repeated child in one evaluation scores 0; the values are given to the children in
+  order of the non-terminal ones (a terminal child takes a neighbour's: the code's issue #33).
+- **Its search**: UCT ``value / visits + sqrt(2 ln N / visits)`` (``value`` while unvisited); a
+  node whose children are all terminal is cut from its parent; the depth limit is 7; each
+  iteration simulates from the best-valued child to absolute depth 4, always with 5 samples,
+  taking the first terminal sample and otherwise the best-valued one, its nodes kept off the tree
+  (the record keeps them, marked), and -1 as the reward when it reaches depth 4; the search ends
+  at a node of reward 1 (the gold answer: oracle feedback), else after the iterations with the
+  best-rewarded node.
+
+Where the code would wait forever (no node left to select) or fail (a ``Thought`` line with no
+colon), the search ends and the tree's ``stuck`` says why: the code's run would not have gone on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from react_bench.errors import ConfigError
+
+# the code: lapisrocks/LanguageAgentTreeSearch@853d816, hotpot/lats.py and hotpot/hotpotqa.py
+SOURCE = "lapisrocks/LanguageAgentTreeSearch@853d816 hotpot/lats.py"
+MAX_TOKEN_LENGTH = 4000  # hotpotqa.py: max_token_length
+MAX_TOKENS = 100  # models.py: gpt(max_tokens=100)
+DEPTH_LIMIT = 7  # expand_node: depth >= 7
+ROLLOUT_DEPTH = 4  # rollout(max_depth=4)
+ROLLOUT_SAMPLES = 5  # rollout: n = 5
+STEP_STOP = "Observation"  # generate_new_states: stop="Observation"
+MAX_TRAJECTORIES = 5  # get_unique_trajectories(num=5)
+MAX_RESAMPLES = 20  # where the code samples again until a node has children (see ``stuck``)
+GPT2_REPO = "openai-community/gpt2"  # GPT2Tokenizer.from_pretrained("gpt2") reads this repository
+TEMPLATES = (
+    "cot_prompt",
+    "cot_prompt_short",
+    "cot_prompt_feedback",
+    "cot_prompt_feedback_short",
+    "value_prompt_reasoning",
+    "reflection_prompt",
+)
+
+
+@dataclass(frozen=True)
+class OfficialPrompts:
+    """The code's HotpotQA prompt templates (``hotpot/hotpot.py``), by their names there."""
+
+    cot_prompt: str
+    cot_prompt_short: str
+    cot_prompt_feedback: str
+    cot_prompt_feedback_short: str
+    value_prompt_reasoning: str
+    reflection_prompt: str
+
+    @staticmethod
+    def pinned() -> OfficialPrompts:
+        """Read from the pinned ``hotpot/hotpot.py`` (fetched on first use, sha256 checked)."""
+        from react_bench import upstream
+
+        return OfficialPrompts(**{name: upstream.text(f"lats/{name}") for name in TEMPLATES})
+
+
+Count = Callable[[str], int]
+
+
+def gpt2_counter(revision: str = "main") -> Count:
+    """GPT-2's token count (``GPT2Tokenizer.from_pretrained("gpt2")``, as the code counts): the
+    byte-level BPE of the hub's ``vocab.json`` (``HF_ENDPOINT``; cached under the project's cache),
+    run by tiktoken with GPT-2's pre-tokenizing pattern. A tokenizer that cannot be had is one
+    ``ConfigError`` line: the count decides which prompt is sent, so there is no guess in its place."""
+    import json
+    import os
+
+    import tiktoken
+    from huggingface_hub import hf_hub_download
+
+    from react_bench.paths import cache_dir
+
+    try:
+        path = hf_hub_download(
+            GPT2_REPO,
+            "vocab.json",
+            revision=revision,
+            cache_dir=str(cache_dir() / "hub"),
+            endpoint=os.environ.get("HF_ENDPOINT") or None,  # read now, not when the hub's client was imported
+            local_files_only=os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"},
+        )
+    except Exception as err:  # the hub's client raises many kinds; each means the same here
+        raise ConfigError(
+            f"lats.protocol=official counts prompts with GPT-2's tokenizer ({GPT2_REPO}/vocab.json from the hub), "
+            f"which cannot be had ({type(err).__name__}: {' '.join(str(err).split())[:160]}); set HF_ENDPOINT to a "
+            "reachable hub"
+        ) from None
+    vocab = json.loads(open(path, encoding="utf-8").read())
+    decode = {c: b for b, c in _bytes_to_unicode().items()}
+    try:
+        ranks = {bytes(decode[c] for c in token): rank for token, rank in vocab.items() if token != "<|endoftext|>"}
+    except KeyError:
+        raise ConfigError(f"{path}: not a byte-level BPE vocabulary (GPT-2's)") from None
+    encoding = tiktoken.Encoding(
+        name="gpt2-hub",
+        pat_str=r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": int(vocab.get("<|endoftext|>", len(ranks)))},
+    )
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-to-character table: printable bytes stand for themselves, the others for the
+    characters from 256 on, in byte order."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    table, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+# --- the tree: the code's Node -------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class ONode:
+    """``Node`` of lats.py: ``state`` holds thought, action and observation as the code parsed them."""
+
+    id: int
+    question: str
+    parent: ONode | None
+    state: dict[str, str] = field(default_factory=lambda: {"thought": "", "action": "", "observation": ""})
+    children: list[ONode] = field(default_factory=list)
+    visits: int = 0
+    value: float = 0.0
+    depth: int = 0
+    is_terminal: bool = False
+    reward: int = 0
+    in_tree: bool = True  # False: made by a simulation, never attached to its parent (the code's rollout)
+    sample: str = ""  # the sample as the model wrote it, after the code's ``Thought <d>: ``
+    done: bool = False  # its action was a Finish
+    answer: str | None = None  # the Finish's argument
+    lm_value: float | None = None  # the value function's score, where it was asked
+
+    def uct(self) -> float:
+        if self.visits == 0:
+            return self.value
+        parent = self.parent.visits if self.parent is not None else 0
+        log = math.log(parent) if parent > 0 else -math.inf
+        return self.value / self.visits + (math.sqrt(2 * log / self.visits) if log >= 0 else math.nan)
+
+    def __str__(self) -> str:
+        s = self.state
+        return (
+            f"Node(depth={self.depth}, value={self.value:.2f}, visits={self.visits}, thought={s['thought']}, "
+            f"action={s['action']}, observation={s['observation']})"
+        )
+
+
+def node_trajectory_to_text(node_string: str) -> str:
+    """lats.py's ``node_trajectory_to_text``: the ``str(Node)`` lines read back as steps."""
+    formatted = []
+    for line in node_string.split("\n"):
+        try:
+            depth = int(line.split(",")[0].split("=")[1].strip())
+            thought = line.split(", thought=")[1].split(", action=")[0].strip()
+            action = line.split(", action=")[1].split(", observation=")[0].strip()
+            observation = line.split(", observation=")[1].split(")")[0].strip()
+        except (IndexError, ValueError) as err:
+            if isinstance(err, ValueError):  # int() of a depth that is not one: the code raises here
+                raise OfficialCodeFails(f"node_trajectory_to_text: {err}") from None
+            continue
+        if depth != 0:
+            if thought:
+                formatted.append(f"Thought {depth}: {thought}")
+            if action:
+                formatted.append(f"Action {depth}: {action}")
+            if observation:
+                formatted.append(f"Observation {depth}: {observation}")
+    return "\n".join(formatted)
+
+
+def collect_trajectory(node: ONode | None) -> str:
+    lines = []
+    while node is not None:
+        lines.append(str(node))
+        node = node.parent
+    return "\n".join(reversed(lines))
+
+
+def generate_prompt(node: ONode | None) -> str:
+    """lats.py's ``generate_prompt``: the question, then each step's lines from the root down."""
+    assert node is not None
+    question, segments = node.question, []
+    while node is not None:
+        segment = []
+        if node.state["thought"]:
+            segment.append(f"Thought {node.depth}: {node.state['thought']}")
+        if node.state["action"]:
+            segment.append(f"Action {node.depth}: {node.state['action']}")
+        if node.state["observation"] and node.depth != 0:
+            segment.append(f"Observation {node.depth}: {node.state['observation']}")
+        segments.append("\n".join(segment))
+        node = node.parent
+    return question + "\n".join(reversed(segments))
+
+
+def value_outputs_unwrap(outputs: Sequence[str]) -> float:
+    """hotpotqa.py's ``value_outputs_unwrap``: the first reply's first of "10", "9", ... "1" found
+    anywhere in it, over 10; -1 where it holds no digit from 1 to 9."""
+    said = outputs[0]
+    for score in range(10, 0, -1):
+        if str(score) in said:
+            return score / 10
+    return -1
+
+
+class OfficialCodeFails(Exception):
+    """Where the code itself would raise or wait forever: the search ends, the tree says why."""
+
+
+# --- the search ----------------------------------------------------------------------------------
+
+# prompt, n, stop (None: none), what it is ("step", "value", "reflection") -> the n replies' texts
+Gpt = Callable[[str, int, str | None, str], Awaitable[list[str]]]
+
+
+class OfficialEnv:
+    """The code's environment for a question: ``HotPotQAWrapper`` over ``WikiEnv``, one for the
+    whole search. ``act(text)`` runs an action string on the project's Wikipedia environment;
+    ``em(answer)`` is the gold answer's exact match (the wrapper's reward)."""
+
+    def __init__(self, act: Callable[[str], Awaitable[str]], has_page: Callable[[], bool], em: Callable[[str], bool]):
+        self._act, self._has_page, self._em = act, has_page, em
+        self.answer: str | None = None
+        self.steps = 0
+
+    async def step(self, action: str) -> tuple[str, int, bool]:
+        action = action.strip()
+        self.steps += 1
+        done = False
+        if action.startswith("finish[") and action.endswith("]"):
+            self.answer, done = action[len("finish[") : -1], True
+        elif action.startswith("lookup[") and action.endswith("]") and not self._has_page():
+            observation = "No more results.\n"  # wikienv: no page, an empty lookup list
+        else:
+            observation = await self._act(action)
+        reward = int(self._em(self.answer)) if self.answer is not None else 0
+        if done:
+            observation = f"Episode finished, reward = {reward}\n"
+        return observation, reward, done
+
+
+@dataclass
+class OfficialResult:
+    chosen: ONode | None
+    nodes: list[ONode]
+    iterations: int
+    value_calls: int
+    unparsed_values: int
+    reflections: list[dict[str, str]]
+    stuck: str | None
+
+
+class OfficialSearch:
+    """``lats_search`` of one question (module docstring). ``n``: ``--n_generate_sample``;
+    ``n_evaluate``: ``--n_evaluate_sample``; ``iterations``: ``--iterations``."""
+
+    def __init__(
+        self,
+        prompts: OfficialPrompts,
+        gpt: Gpt,
+        count: Count,
+        env: OfficialEnv,
+        question: str,
+        n: int,
+        n_evaluate: int,
+        iterations: int,
+        on_iteration: Callable[[int, int], None] | None = None,
+    ) -> None:
+        self.p, self.gpt, self.count, self.env = prompts, gpt, count, env
+        self.x = f"Question: {question}"  # HotPotQAWrapper.reset
+        self.n, self.n_evaluate, self.iterations = n, n_evaluate, iterations
+        self.on_iteration = on_iteration
+        self.failed: list[dict[str, str]] = []
+        self.reflection_map: list[dict[str, str]] = []
+        self.value_cache: dict[str, float] = {}
+        self.nodes: list[ONode] = []
+        self.simulated: list[ONode] = []  # each simulation's last node (the code's terminal_nodes)
+        self.value_calls = self.unparsed_values = self.done_iterations = 0
+
+    def _node(self, question: str, parent: ONode | None, **kw: Any) -> ONode:
+        node = ONode(len(self.nodes), question, parent, **kw)
+        self.nodes.append(node)
+        return node
+
+    async def run(self) -> OfficialResult:
+        root = self._node(self.x, None)
+        stuck = None
+        try:
+            chosen = await self._search(root)
+        except OfficialCodeFails as why:
+            chosen, stuck = None, str(why)
+        if chosen is None:  # the iterations ran out: the best-rewarded node, the tree's then the simulations' ends
+            chosen = max([*_collect(root), *self.simulated], key=lambda n: n.reward)
+        return OfficialResult(
+            chosen,
+            self.nodes,
+            self.done_iterations,
+            self.value_calls,
+            self.unparsed_values,
+            list(self.reflection_map),
+            stuck,
+        )
+
+    async def _search(self, root: ONode) -> ONode | None:
+        for i in range(self.iterations):
+            self.done_iterations = i + 1
+            if self.on_iteration is not None:
+                self.on_iteration(i + 1, len(self.nodes))
+            node = self._select(root)
+            if node is None:
+                raise OfficialCodeFails("no node left to select: the code reselects forever here (lats_search)")
+            if node.is_terminal and node.reward == 1:
+                return node
+            await self._expand(node)
+            tries = 0
+            while node.is_terminal or not node.children:
+                tries += 1
+                if tries > MAX_RESAMPLES:
+                    raise OfficialCodeFails(f"{MAX_RESAMPLES} expansions without a child: the code goes on sampling")
+                node = self._select(root)
+                if node is None:
+                    raise OfficialCodeFails("no node left to select: the code fails on None here (expand_node)")
+                await self._expand(node)
+            await self._evaluate(node)
+            reward, terminal = await self._rollout(max(node.children, key=lambda c: c.value))
+            self.simulated.append(terminal)
+            if terminal.reward == 1:
+                return terminal
+            self._backpropagate(terminal, reward)
+            won = [n for n in _collect(root) if n.is_terminal and n.reward == 1]
+            if won:
+                return max(won, key=lambda n: n.value)
+        return None
+
+    def _select(self, node: ONode | None) -> ONode | None:
+        while node is not None and node.children:
+            terminal = [c for c in node.children if c.is_terminal]
+            if len(terminal) == len(node.children):
+                if node.parent is not None:
+                    node.parent.children.remove(node)
+                node = node.parent
+                continue
+            won = next((c for c in terminal if c.reward == 1), None)
+            if won is not None:
+                return won
+            node = max((c for c in node.children if not c.is_terminal), key=lambda c: c.uct())
+        return node
+
+    async def _expand(self, node: ONode) -> None:
+        if node.depth >= DEPTH_LIMIT:
+            node.is_terminal = True
+            return
+        node.children.extend(await self._new_states(node, self.n, in_tree=True))
+
+    async def _new_states(self, node: ONode, n: int, in_tree: bool) -> list[ONode]:
+        """``generate_new_states``: ``n`` samples of the next step, each distinct one run in the env."""
+        step = node.depth + 1
+        y = f"Thought {step}: "
+        samples = [y + s for s in await self._samples(generate_prompt(node), y, n)]
+        unique: dict[str, ONode] = {}
+        for sample in samples:
+            lines = sample.split("\n")
+            thought = next((_second_field(line) for line in lines if line.startswith(f"Thought {step}")), "")
+            action = next((_second_field(line) for line in lines if line.startswith("Action") and ":" in line), None)
+            key = f"{thought}::{action}"
+            if key in unique or not action:
+                continue
+            kind = action.split("[")[0] if "[" in action else action
+            argument = action.split("[")[1].split("]")[0] if "[" in action else ""
+            observation, reward, done = await self.env.step(f"{kind.lower()}[{argument}]")
+            child = self._node(
+                node.question,
+                node,
+                state={"thought": thought, "action": action, "observation": observation},
+                depth=step,
+                is_terminal=reward == 1 or done,
+                reward=reward,
+                in_tree=in_tree,
+                sample=sample[len(y) :],
+                done=done,
+                answer=self.env.answer if done else None,
+            )
+            unique[key] = child
+            if child.is_terminal and reward == 0:
+                self.failed.append(
+                    {"trajectory": collect_trajectory(child), "final_answer": f"{kind.lower()}[{argument}]"}
+                )
+        return list(unique.values())
+
+    async def _samples(self, x: str, y: str, n: int) -> list[str]:
+        """``get_samples``: the reflections written anew where the code writes them, then the step."""
+        trajectories = self._unique_trajectories()
+        if len(trajectories) > len(self.reflection_map) and len(trajectories) < 4:
+            self.reflection_map = await self._reflect(trajectories, x)
+        return await self.gpt(self._cot_prompt(x, y), n, STEP_STOP, "step")
+
+    def _unique_trajectories(self) -> list[str]:
+        out, seen = [], set()
+        for failed in self.failed:
+            if failed["final_answer"] not in seen:
+                out.append(node_trajectory_to_text(failed["trajectory"]))
+                seen.add(failed["final_answer"])
+            if len(out) >= MAX_TRAJECTORIES:
+                break
+        return out
+
+    async def _reflect(self, trajectories: list[str], question: str) -> list[dict[str, str]]:
+        """``generate_self_reflection``: the trajectories joined, split again at ``Question: ``, one
+        reflection each (``gpt`` with the code's defaults: one sample, no stop)."""
+        joined = "\n".join(f"{question}\n{t}\n" for t in trajectories)
+        pieces = [f"Question: {t}" for t in joined.split("Question: ")[1:]]
+        said = await asyncio.gather(
+            *(self.gpt(self.p.reflection_prompt.format(trajectory=t), 1, None, "reflection") for t in pieces)
+        )
+        return [{"question": question, "trajectory": t, "reflection": r[0]} for t, r in zip(pieces, said, strict=True)]
+
+    def _cot_prompt(self, x: str, y: str) -> str:
+        """``cot_prompt_wrap``."""
+        text = x + y
+        if self.reflection_map:
+            prompt = self.p.cot_prompt_feedback.format(trajectories=_shown(self.reflection_map), input=text)
+            if self.count(prompt) > MAX_TOKEN_LENGTH:
+                prompt = self.p.cot_prompt_feedback_short.format(
+                    trajectories=_shown(self.reflection_map[:3]), input=text
+                )
+            return prompt
+        prompt = self.p.cot_prompt.format(input=text)
+        if self.count(prompt) > MAX_TOKEN_LENGTH:
+            prompt = self.p.cot_prompt_short.format(input=text)
+        return prompt
+
+    async def _values(self, ys: list[str]) -> list[float]:
+        """``get_values``: a repeated trajectory scores 0, a cached prompt its cached value; the
+        others are asked at once (the code asks them one by one: the same requests)."""
+        prompts = [self.p.value_prompt_reasoning.format(s="", input=y + "\nThis trajectory is ") for y in ys]
+        first: dict[str, int] = {}
+        for k, y in enumerate(ys):
+            first.setdefault(y, k)
+        asked = {p for k, p in enumerate(prompts) if first[ys[k]] == k and p not in self.value_cache}
+        order = sorted(asked, key=prompts.index)
+        replies = await asyncio.gather(*(self.gpt(p, self.n_evaluate, None, "value") for p in order))
+        for prompt, said in zip(order, replies, strict=True):
+            self.value_calls += len(said)
+            value = value_outputs_unwrap(said)
+            self.unparsed_values += value == -1
+            self.value_cache[prompt] = value
+        return [self.value_cache[p] if first[ys[k]] == k else 0 for k, p in enumerate(prompts)]
+
+    async def _evaluate(self, node: ONode) -> None:
+        """``evaluate_node``: values in the order of the non-terminal children, given to all in order."""
+        open_children = [c for c in node.children if not c.is_terminal]
+        votes = await self._values([generate_prompt(c) for c in open_children])
+        for child, vote in zip(open_children, votes, strict=True):
+            child.lm_value = vote
+        votes = votes + [0] * (len(node.children) - len(votes))
+        for child, vote in zip(node.children, votes, strict=False):
+            child.value = vote
+
+    async def _rollout(self, node: ONode) -> tuple[float, ONode]:
+        depth, rewards = node.depth, [0.0]
+        while not node.is_terminal and depth < ROLLOUT_DEPTH:
+            states: list[ONode] = []
+            tries = 0
+            while not states:
+                tries += 1
+                if tries > MAX_RESAMPLES:
+                    raise OfficialCodeFails(f"{MAX_RESAMPLES} simulation samples without a child: the code goes on")
+                states = await self._new_states(node, ROLLOUT_SAMPLES, in_tree=False)
+            for state in states:
+                if state.is_terminal:
+                    return state.reward, state
+            values = await self._values([generate_prompt(c) for c in states])
+            for state, value in zip(states, values, strict=True):
+                state.lm_value = value
+            best = values.index(max(values))
+            rewards.append(max(values))
+            node = states[best]
+            depth += 1
+            if depth == ROLLOUT_DEPTH:
+                rewards = [-1]
+        return sum(rewards) / len(rewards), node
+
+    @staticmethod
+    def _backpropagate(node: ONode | None, value: float) -> None:
+        while node is not None:
+            node.visits += 1
+            got = -1 if node.is_terminal and node.reward == 0 else value
+            node.value = (node.value * (node.visits - 1) + got) / node.visits
+            node = node.parent
+
+
+def _second_field(line: str) -> str:
+    """``line.split(":")[1].strip()``: the text between the first and the second colon."""
+    parts = line.split(":")
+    if len(parts) < 2:
+        raise OfficialCodeFails(f"a sample's line {line[:80]!r} has no colon: the code raises IndexError here")
+    return parts[1].strip()
+
+
+def _shown(mapping: Sequence[dict[str, str]]) -> str:
+    return "".join(m["trajectory"] + "FAILED TRAJECTORY\nReflection: " + m["reflection"] + "\n\n" for m in mapping)
+
+
+def _collect(node: ONode) -> list[ONode]:
+    out = [node]
+    for child in node.children:
+        out.extend(_collect(child))
+    return out
+
+
+# --- on the harness: one example of ``mode=lats lats.protocol=official`` -------------------------
+
+
+def _request(model: Any, prompt: str, stop: str | None, temperature: float, index: int) -> Any:
+    """The code's ``gpt(prompt, ...)`` for one sample: the prompt as one user message (a model that
+    only completes text gets the prompt itself), 100 tokens, the stop where there is one."""
+    from react_bench.models.base import ModelRequest
+    from react_bench.types import Message
+
+    stops = (stop,) if stop else ()
+    if model.capabilities.raw_completion:
+        return ModelRequest(
+            prompt=prompt, max_tokens=MAX_TOKENS, temperature=temperature, stop=stops, sample_index=index
+        )
+    return ModelRequest(
+        messages=(Message.user(prompt),),
+        max_tokens=MAX_TOKENS,
+        temperature=temperature,
+        stop=stops,
+        sample_index=index,
+        cache_points=(),
+    )
+
+
+async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
+    """One question searched as the code searches it (``OfficialSearch``); the chosen node's path is
+    the example's episode, its ``Finish`` the prediction (none where the chosen node is no Finish:
+    the code's ``em`` is then 0 too)."""
+    from collections import Counter
+
+    from react_bench.events import (
+        EpisodeFinished,
+        SearchIteration,
+        StepFinished,
+        StepStarted,
+        ToolCalled,
+        ToolExecutionFinished,
+        event_to_dict,
+    )
+    from react_bench.methods.core import Outcome
+    from react_bench.models.base import ModelResponse
+    from react_bench.record import Episode
+    from react_bench.runners.common import StepStats, stream_turn
+    from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
+
+    config = solver.settings.lats
+    stats = StepStats()
+    usage = Usage()
+    if solver.env_factory is None or solver.grade is None:
+        raise ValueError("lats.protocol=official needs the task's environment and its gold answers")
+    env = solver.env_factory()
+    if not (hasattr(env, "page") and hasattr(env, "step_text")):  # the Wikipedia environment, by its surface
+        env.close()
+        raise ConfigError("lats.protocol=official runs on the Wikipedia environment (task=hotpotqa)")
+    sent: Counter[tuple[str, str | None]] = Counter()
+
+    async def gpt(prompt: str, n: int, stop: str | None, what: str) -> list[str]:
+        nonlocal usage
+        start = sent[(prompt, stop)]
+        sent[(prompt, stop)] += n  # before any await: the indices follow the order of the calls
+        # the reflections: the code's module-level gpt, at its default temperature 1.0
+        temperature = 1.0 if what == "reflection" else float(config.temperature)
+
+        async def one(k: int) -> str:
+            nonlocal usage
+            response = None
+            async for item in stream_turn(solver.model, _request(solver.model, prompt, stop, temperature, k), 0, stats):
+                if isinstance(item, ModelResponse):
+                    response = item
+            assert response is not None
+            usage += response.usage
+            return response.text
+
+        return list(await asyncio.gather(*(one(start + k) for k in range(n))))
+
+    def em(answer: str) -> bool:
+        return bool(solver.grade(example, Outcome(answer, "lats", "answered", 0, Usage())))
+
+    async def act(text: str) -> str:
+        return (await env.step_text(text)).text
+
+    def iteration(done: int, nodes: int) -> None:
+        if on_event is not None:
+            on_event(SearchIteration(done, config.iterations, nodes))
+
+    from react_bench.environment import EpisodeAbort
+    from react_bench.models.base import ModelError
+
+    search = OfficialSearch(
+        OfficialPrompts.pinned(),
+        gpt,
+        _counter(),
+        OfficialEnv(act, lambda: env.page is not None, em),
+        example.question,
+        config.n,
+        config.value_samples,
+        config.iterations,
+        iteration,
+    )
+    error = None
+    try:
+        await env.reset(example)
+        found = await search.run()
+    except (ModelError, EpisodeAbort) as exc:
+        error, found = f"{type(exc).__name__}: {exc}", None
+    finally:
+        env.close()
+    chosen = found.chosen if found is not None else None
+    path: list[ONode] = []
+    node = chosen
+    while node is not None and node.parent is not None:
+        path.append(node)
+        node = node.parent
+    path.reverse()
+    prediction = chosen.answer if chosen is not None and chosen.done and chosen.answer is not None else ""
+    reason = "error" if error else ("answered" if chosen is not None and chosen.done else "step_limit")
+    history, events = [], []
+    for step in path:
+        d, call = step.depth, f"step-{step.depth}"
+        history.append(message_to_dict(Message.assistant(f"Thought {d}: {step.sample}")))
+        history.append(message_to_dict(Message("user", (ToolResultBlock(call, step.state["observation"]),))))
+        action = step.state["action"]
+        events += [
+            event_to_dict(StepStarted(d)),
+            event_to_dict(ToolCalled(d, call, action.split("[")[0].lower(), {}, text=action)),
+            event_to_dict(
+                ToolExecutionFinished(d, call, action.split("[")[0].lower(), step.state["observation"], False)
+            ),
+            event_to_dict(StepFinished(d, Usage())),
+        ]
+    episodes = []
+    if chosen is not None:
+        events.append(event_to_dict(EpisodeFinished(prediction, reason, len(path), usage)))  # type: ignore[arg-type]
+        episodes.append(
+            Episode(route="lats", history=tuple(history), events=tuple(events), first_observation=example.question)
+        )
+    tree = None
+    if found is not None:
+        tree = {
+            "protocol": "official",
+            "source": SOURCE,
+            "feedback": "oracle",
+            "select": "reward",
+            "selected_by": "gold answer",
+            "nodes": [_node_dict(n) for n in found.nodes],
+            "chosen": [0, *(n.id for n in path)] if found.nodes else [],
+            "reflections": [m["reflection"] for m in found.reflections],
+            "iterations": found.iterations,
+            "value_calls": found.value_calls,
+            "unparsed_values": found.unparsed_values,
+            "stuck": found.stuck,
+            "stats": {"resets": 1, "replayed_steps": 0, "new_steps": len(found.nodes) - 1, "reused_envs": 0},
+        }
+    return Outcome(
+        prediction=prediction,
+        route="lats",
+        reason=reason,
+        steps=len(path),
+        usage=usage,
+        error=error,
+        episodes=episodes,
+        stats=stats,
+        tree=tree,
+    )
+
+
+def _node_dict(node: ONode) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": node.id,
+        "parent": None if node.parent is None else node.parent.id,
+        "depth": node.depth,
+        "text": node.sample,
+        "action": node.state["action"] or None,
+        "observation": node.state["observation"],
+        "children": [c.id for c in node.children],
+        "value": round(float(node.value), 6),
+        "lm_value": node.lm_value,
+        "visits": node.visits,
+        "terminal": node.is_terminal,
+        "answer": node.answer,
+        "reward": node.reward,
+        "env_reward": None,
+    }
+    if not node.in_tree:
+        out["simulated"] = True  # a simulation's node: the code never attaches it to its parent
+    return out
+
+
+_COUNTERS: dict[str, Count] = {}
+
+
+def _counter() -> Count:
+    """GPT-2's count, built once a process."""
+    if "gpt2" not in _COUNTERS:
+        _COUNTERS["gpt2"] = gpt2_counter()
+    return _COUNTERS["gpt2"]
+
+
+# --- its price -----------------------------------------------------------------------------------
+
+REFLECTION_CALLS = 1 + 2 + 3  # written anew at 1, 2 and 3 distinct failed answers (get_samples)
+
+
+def official_estimate(solver: Any, question: str) -> Any:
+    """The likely search, as ``Lats.estimate`` prices the project's: every iteration's expansion
+    (``lats.n`` samples and their values, at depth 0 first and 1 after) and a simulation from
+    the child to depth 4 (5 samples and 5 values a level), each call writing half its 100 tokens;
+    the reflections written anew (6). The prompts are the code's templates (``OfficialPrompts``)
+    around the question and the steps; nothing is read from a prompt cache (its requests carry no
+    breakpoint)."""
+    from react_bench.methods.pricing import Estimate, step_growth, times
+    from react_bench.types import Usage
+
+    config = solver.settings.lats
+    prompts = OfficialPrompts.pinned()
+    growth, asked = step_growth(solver), len(question) // 4
+
+    def calls(template: str, depth: int, k: int) -> Usage:
+        return times(Usage(input_tokens=len(template) // 4 + asked + depth * growth, output_tokens=MAX_TOKENS // 2), k)
+
+    total = Estimate(0, Usage())
+    for i in range(config.iterations):
+        d = 0 if i == 0 else 1
+        samples = calls(prompts.cot_prompt, d, config.n) + calls(prompts.value_prompt_reasoning, d + 1, config.n)
+        total = total + Estimate(2 * config.n, samples)
+        for level in range(d + 1, ROLLOUT_DEPTH):
+            simulated = calls(prompts.cot_prompt, level, ROLLOUT_SAMPLES)
+            simulated = simulated + calls(prompts.value_prompt_reasoning, level + 1, ROLLOUT_SAMPLES)
+            total = total + Estimate(2 * ROLLOUT_SAMPLES, simulated)
+    reflect = calls(prompts.reflection_prompt, ROLLOUT_DEPTH, REFLECTION_CALLS)
+    return total + Estimate(REFLECTION_CALLS, reflect)
+
+
+def official_most(n: int, iterations: int) -> tuple[int, int]:
+    """(calls, rounds) at most: each iteration's expansion sampled until it has a child (at most
+    ``MAX_RESAMPLES`` more times), its values, and a simulation of 3 levels, each sampled up to
+    ``MAX_RESAMPLES`` times with its values; the reflections."""
+    expansion = (1 + MAX_RESAMPLES) * n + n
+    simulation = (ROLLOUT_DEPTH - 1) * (MAX_RESAMPLES * ROLLOUT_SAMPLES + ROLLOUT_SAMPLES)
+    rounds = (1 + MAX_RESAMPLES) + 1 + (ROLLOUT_DEPTH - 1) * (MAX_RESAMPLES + 1)
+    return iterations * (expansion + simulation) + REFLECTION_CALLS, iterations * rounds + 3
