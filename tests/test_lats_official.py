@@ -224,7 +224,7 @@ def official_responder(golds: dict[str, str]) -> Any:
         content = body["messages"][0]["content"]
         text = content if isinstance(content, str) else "".join(b["text"] for b in content)
         if text.endswith("This trajectory is \n"):
-            return Reply.text("correct so far.\nThus the correctness score is 6")
+            return Reply.text("It looks right so far: 6.")
         if "Previous trial:" in text:
             return Reply.text("I should have searched first.")
         question = text.rsplit("\nQuestion: ", 1)[1].split("Thought 1: ")[0].split("\n")[0].strip()
