@@ -55,6 +55,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from react_bench.errors import ConfigError
@@ -130,7 +131,7 @@ def gpt2_counter(revision: str = "main") -> Count:
             f"which cannot be had ({type(err).__name__}: {' '.join(str(err).split())[:160]}); set HF_ENDPOINT to a "
             "reachable hub"
         ) from None
-    vocab = json.loads(open(path, encoding="utf-8").read())
+    vocab = json.loads(Path(path).read_text(encoding="utf-8"))
     decode = {c: b for b, c in _bytes_to_unicode().items()}
     try:
         ranks = {bytes(decode[c] for c in token): rank for token, rank in vocab.items() if token != "<|endoftext|>"}
@@ -273,11 +274,9 @@ class OfficialEnv:
     def __init__(self, act: Callable[[str], Awaitable[str]], has_page: Callable[[], bool], em: Callable[[str], bool]):
         self._act, self._has_page, self._em = act, has_page, em
         self.answer: str | None = None
-        self.steps = 0
 
     async def step(self, action: str) -> tuple[str, int, bool]:
         action = action.strip()
-        self.steps += 1
         done = False
         if action.startswith("finish[") and action.endswith("]"):
             self.answer, done = action[len("finish[") : -1], True
@@ -590,6 +589,7 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     the code's ``em`` is then 0 too)."""
     from collections import Counter
 
+    from react_bench.environment import EpisodeAbort
     from react_bench.events import (
         EpisodeFinished,
         SearchIteration,
@@ -600,7 +600,7 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
         event_to_dict,
     )
     from react_bench.methods.core import Outcome
-    from react_bench.models.base import ModelResponse
+    from react_bench.models.base import ModelError, ModelResponse
     from react_bench.record import Episode
     from react_bench.runners.common import StepStats, stream_turn
     from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
@@ -644,9 +644,6 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     def iteration(done: int, nodes: int) -> None:
         if on_event is not None:
             on_event(SearchIteration(done, config.iterations, nodes))
-
-    from react_bench.environment import EpisodeAbort
-    from react_bench.models.base import ModelError
 
     search = OfficialSearch(
         OfficialPrompts.pinned(),
