@@ -142,8 +142,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "lats.protocol",
         "project",
-        "project (this harness's search) | official (LATS's own HotpotQA code at 853d816, its prompts "
-        "and quirks, byte for byte; oracle feedback: methods/lats_official.py)",
+        "project (this harness's search) | official (LATS's own HotpotQA or WebShop code at 853d816, its "
+        "prompts and quirks, byte for byte: methods/lats_official.py, lats_official_webshop.py)",
     ),
     Setting("prompt.file", None, "a prompt JSON file by path (e.g. the paper's), with key", before=" "),
     Setting("prompt.key", None, "the key of the prompt in prompt.file"),

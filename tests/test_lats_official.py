@@ -178,8 +178,10 @@ def test_generate_prompt_joins_the_question_and_steps_as_the_code_does() -> None
 
 
 def test_the_official_protocol_is_refused_where_the_code_has_none() -> None:
-    with pytest.raises(ConfigError, match="task=webshop runs lats.protocol=project"):
-        LatsConfig(protocol="official").checked("webshop", False)
+    with pytest.raises(ConfigError, match="task=alfworld runs lats.protocol=project"):
+        LatsConfig(protocol="official").checked("alfworld", False)
+    # WebShop: the shop's score is the code's reward, honest feedback (its choice by it is oracle-like)
+    assert LatsConfig(protocol="official").checked("webshop", False).feedback == "honest"
     with pytest.raises(ConfigError, match="lats.reflections"):
         LatsConfig(protocol="official", reflections=1).checked("hotpotqa", True)
     assert LatsConfig(protocol="official").checked("hotpotqa", True).feedback == "oracle"

@@ -65,8 +65,9 @@ visits once more, which is not done here), ``sc_weight`` 0 (the released code le
 self-consistency term out; the paper's ``lambda`` is ``1 - sc_weight``). The simulation depth is
 the step cap (their HotpotQA code stops simulations at depth 4, WebShop's at 15).
 
-``lats.protocol=official`` runs their HotpotQA code's search instead, its prompts and quirks
-included (``lats_official.py``); this module's search is ``lats.protocol=project``, the default.
+``lats.protocol=official`` runs their code's search instead, its prompts and quirks included
+(HotpotQA: ``lats_official.py``; WebShop: ``lats_official_webshop.py``); this module's search is
+``lats.protocol=project``, the default.
 """
 
 from __future__ import annotations
@@ -93,7 +94,8 @@ from react_bench.events import (
 )
 from react_bench.loop import Decision, ToolCall, execute_all
 from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
-from react_bench.methods.lats_official import official_estimate, official_most, solve_official
+from react_bench.methods.lats_official import is_webshop, official_estimate, official_most, solve_official
+from react_bench.methods.lats_official_webshop import webshop_estimate, webshop_most
 from react_bench.methods.pricing import (
     OBSERVATION_TOKENS,
     Estimate,
@@ -122,6 +124,7 @@ Protocol = Literal["project", "official"]
 PROTOCOLS: tuple[str, ...] = get_args(Protocol)
 # what lats.protocol=official reads (lats_official.py); any other lats.* setting changed is refused there
 OFFICIAL_READS = ("protocol", "n", "iterations", "temperature", "value_samples", "feedback", "select")
+OFFICIAL_TASKS = ("hotpotqa", "webshop")  # the tasks LATS's code has (lats_official.py, lats_official_webshop.py)
 # LATS's published figures for what mode=lats runs, LATS (ReAct) (Zhou et al., ICML 2024, arXiv
 # 2310.04406 v3), gpt-3.5. HotpotQA: 0.63 at k=50 (0.61 in v2), with the gold answer's EM as the
 # terminal reward (oracle feedback); 0.71 is LATS (CoT+ReAct), a variant the official code lacks.
@@ -211,16 +214,15 @@ class LatsConfig:
 
     def _official(self, task: str) -> LatsConfig:
         """``lats.protocol=official``: LATS's code on HotpotQA, whose reward is the gold answer's exact
-        match (oracle feedback, set here) and which reads no other ``lats.*`` setting."""
-        if task != "hotpotqa":
+        match (oracle feedback, set here), or on WebShop, whose reward is the shop's score (the honest
+        feedback, chosen by: oracle-like); it reads no other ``lats.*`` setting."""
+        if task not in OFFICIAL_TASKS:
             raise ConfigError(
-                f"lats.protocol=official is LATS's HotpotQA code (lats_official.py); task={task} runs "
-                "lats.protocol=project"
+                f"lats.protocol=official is LATS's code for {' and '.join(OFFICIAL_TASKS)} (lats_official.py); "
+                f"task={task} runs lats.protocol=project"
             )
         if self.select == "value":
-            raise ConfigError(
-                "lats.protocol=official chooses by reward (the gold answer's match); drop lats.select=value"
-            )
+            raise ConfigError("lats.protocol=official chooses by reward, as LATS's code does; drop lats.select=value")
         changed = [
             f"lats.{name}"
             for name in self.__dataclass_fields__
@@ -231,7 +233,7 @@ class LatsConfig:
                 f"lats.protocol=official has fixed values where this run sets {', '.join(changed)} "
                 "(docs/decisions.md: LATS's official protocol); drop them or use lats.protocol=project"
             )
-        return replace(self, feedback="oracle")
+        return replace(self, feedback="oracle" if task == "hotpotqa" else "honest")
 
     @property
     def oracle_feedback(self) -> bool:
@@ -917,7 +919,7 @@ class Lats(Method):
         from the second iteration on); a reflection per ``lats.reflections``."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return official_estimate(solver, question)
+            return webshop_estimate(solver, question) if is_webshop(solver) else official_estimate(solver, question)
         request = solver.probe_requests(question)[0]
         first, shared = estimate_input_tokens(request), shared_prefix_tokens(request)
         growth = step_growth(solver)
@@ -964,18 +966,21 @@ class Lats(Method):
         values, and the reflections."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return official_most(config.n, config.iterations)[0]
+            return (webshop_most if is_webshop(solver) else official_most)(config.n, config.iterations)[0]
         return 2 * config.n * len(expansions(solver, most=True)) + config.reflections
 
     def expected_said(self, solver: Solver) -> str:
         if solver.settings.lats.protocol == "official":
+            if is_webshop(solver):
+                return "every iteration's expansion and a simulation of 4 steps, half of each call's 100 tokens"
             return "every iteration's expansion and its simulation to depth 4, half of each call's 100 tokens"
         return super().expected_said(solver)
 
     def rounds(self, solver: Solver) -> int:
         """An expansion: its samples, then their values."""
         if solver.settings.lats.protocol == "official":
-            return official_most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
+            most = webshop_most if is_webshop(solver) else official_most
+            return most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
         return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
 
 

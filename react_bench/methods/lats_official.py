@@ -47,6 +47,9 @@ What the code does, and so this port (docs/decisions.md lists each with its plac
 
 Where the code would wait forever (no node left to select) or fail (a ``Thought`` line with no
 colon), the search ends and the tree's ``stuck`` says why: the code's run would not have gone on.
+
+The model's side (``OfficialModel``) and the record (``official_outcome``, ``official_tree``) serve
+the WebShop port too (``lats_official_webshop.py``), which ``solve_official`` hands a WebShop run.
 """
 
 from __future__ import annotations
@@ -292,8 +295,10 @@ class OfficialEnv:
 
 @dataclass
 class OfficialResult:
-    chosen: ONode | None
-    nodes: list[ONode]
+    """A search's end: the node chosen, every node made (``ONode``, or the WebShop port's ``WNode``)."""
+
+    chosen: Any
+    nodes: list[Any]
     iterations: int
     value_calls: int
     unparsed_values: int
@@ -583,57 +588,160 @@ def _request(model: Any, prompt: str, stop: str | None, temperature: float, inde
     )
 
 
+class OfficialModel:
+    """The code's ``gpt(prompt, n, stop)`` on the run's model: ``n`` requests of one body (``_request``),
+    the k-th asking of a (prompt, stop) pair carrying sample index k, so that the request cache keeps
+    each sample apart; the run's ``lats.temperature``, 1.0 for a reflection (the module-level ``gpt``
+    the code's task file calls, at its default). Counts the usage and the calls' figures."""
+
+    def __init__(self, solver: Any) -> None:
+        from collections import Counter
+
+        from react_bench.runners.common import StepStats
+        from react_bench.types import Usage
+
+        self.model, self.temperature = solver.model, float(solver.settings.lats.temperature)
+        self.stats, self.usage = StepStats(), Usage()
+        self.sent: Counter[tuple[str, str | None]] = Counter()
+
+    async def __call__(self, prompt: str, n: int, stop: str | None, what: str) -> list[str]:
+        start = self.sent[(prompt, stop)]
+        self.sent[(prompt, stop)] += n  # before any await: the indices follow the order of the calls
+        temperature = 1.0 if what == "reflection" else self.temperature
+        return list(await asyncio.gather(*(self._one(prompt, stop, temperature, start + k) for k in range(n))))
+
+    async def _one(self, prompt: str, stop: str | None, temperature: float, index: int) -> str:
+        from react_bench.models.base import ModelResponse
+        from react_bench.runners.common import stream_turn
+
+        response = None
+        async for item in stream_turn(
+            self.model, _request(self.model, prompt, stop, temperature, index), 0, self.stats
+        ):
+            if isinstance(item, ModelResponse):
+                response = item
+        assert response is not None
+        self.usage += response.usage
+        return response.text
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One step of the chosen path as the record shows it: what the model wrote, the action as the
+    code parsed it, what the environment answered."""
+
+    depth: int
+    said: str
+    action: str
+    observation: str
+
+
+def official_outcome(
+    gpt: OfficialModel,
+    shown: Sequence[Shown],
+    first_observation: str,
+    tree: dict[str, Any] | None,
+    *,
+    chosen: bool,
+    prediction: str,
+    reason: str,
+    reward: float | None,
+    error: str | None,
+) -> Any:
+    """The example's ``Outcome``: the chosen path as its episode (events as a ReAct episode's), the
+    tree in the record."""
+    from react_bench.events import EpisodeFinished, StepFinished, StepStarted, ToolCalled, ToolExecutionFinished
+    from react_bench.events import event_to_dict as ev
+    from react_bench.methods.core import Outcome
+    from react_bench.record import Episode
+    from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
+
+    history, events = [], []
+    for step in shown:
+        call, name = f"step-{step.depth}", step.action.split("[")[0].lower()
+        history.append(message_to_dict(Message.assistant(step.said)))
+        history.append(message_to_dict(Message("user", (ToolResultBlock(call, step.observation),))))
+        events += [
+            ev(StepStarted(step.depth)),
+            ev(ToolCalled(step.depth, call, name, {}, text=step.action)),
+            ev(ToolExecutionFinished(step.depth, call, name, step.observation, False)),
+            ev(StepFinished(step.depth, Usage())),
+        ]
+    episodes = []
+    if chosen:
+        events.append(ev(EpisodeFinished(prediction, reason, len(shown), gpt.usage, reward=reward)))  # type: ignore[arg-type]
+        episodes.append(
+            Episode(route="lats", history=tuple(history), events=tuple(events), first_observation=first_observation)
+        )
+    return Outcome(
+        prediction=prediction,
+        route="lats",
+        reason=reason,
+        steps=len(shown),
+        usage=gpt.usage,
+        error=error,
+        reward=reward,
+        episodes=episodes,
+        stats=gpt.stats,
+        tree=tree,
+    )
+
+
+def official_tree(
+    found: OfficialResult, path: Sequence[Any], nodes: list[dict[str, Any]], **labels: Any
+) -> dict[str, Any]:
+    """The record's tree of an official search: its labels, nodes, chosen path and figures."""
+    return {
+        "protocol": "official",
+        **labels,
+        "nodes": nodes,
+        "chosen": [0, *(n.id for n in path)] if nodes else [],
+        "reflections": [m["reflection"] for m in found.reflections],
+        "iterations": found.iterations,
+        "value_calls": found.value_calls,
+        "unparsed_values": found.unparsed_values,
+        "stuck": found.stuck,
+        "stats": {"resets": 1, "replayed_steps": 0, "new_steps": len(nodes) - 1, "reused_envs": 0},
+    }
+
+
+def path_to(node: Any) -> list[Any]:
+    """The nodes from the root's child down to ``node`` (none for the root or no node)."""
+    path = []
+    while node is not None and node.parent is not None:
+        path.append(node)
+        node = node.parent
+    return path[::-1]
+
+
+def is_webshop(solver: Any) -> bool:
+    from react_bench.envs.webshop.env import WebShopFactory
+
+    return isinstance(solver.env_factory, WebShopFactory)
+
+
 async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     """One question searched as the code searches it (``OfficialSearch``); the chosen node's path is
     the example's episode, its ``Finish`` the prediction (none where the chosen node is no Finish:
-    the code's ``em`` is then 0 too)."""
-    from collections import Counter
-
+    the code's ``em`` is then 0 too). WebShop: ``lats_official_webshop.solve_webshop``."""
     from react_bench.environment import EpisodeAbort
-    from react_bench.events import (
-        EpisodeFinished,
-        SearchIteration,
-        StepFinished,
-        StepStarted,
-        ToolCalled,
-        ToolExecutionFinished,
-        event_to_dict,
-    )
+    from react_bench.events import SearchIteration
     from react_bench.methods.core import Outcome
-    from react_bench.models.base import ModelError, ModelResponse
-    from react_bench.record import Episode
-    from react_bench.runners.common import StepStats, stream_turn
-    from react_bench.types import Message, ToolResultBlock, Usage, message_to_dict
+    from react_bench.models.base import ModelError
+    from react_bench.types import Usage
 
+    if is_webshop(solver):
+        from react_bench.methods.lats_official_webshop import solve_webshop
+
+        return await solve_webshop(solver, example, on_event)
     config = solver.settings.lats
-    stats = StepStats()
-    usage = Usage()
     if solver.env_factory is None or solver.grade is None:
         raise ValueError("lats.protocol=official needs the task's environment and its gold answers")
     env = solver.env_factory()
     if not (hasattr(env, "page") and hasattr(env, "step_text")):  # the Wikipedia environment, by its surface
         env.close()
-        raise ConfigError("lats.protocol=official runs on the Wikipedia environment (task=hotpotqa)")
-    sent: Counter[tuple[str, str | None]] = Counter()
-
-    async def gpt(prompt: str, n: int, stop: str | None, what: str) -> list[str]:
-        nonlocal usage
-        start = sent[(prompt, stop)]
-        sent[(prompt, stop)] += n  # before any await: the indices follow the order of the calls
-        # the reflections: the code's module-level gpt, at its default temperature 1.0
-        temperature = 1.0 if what == "reflection" else float(config.temperature)
-
-        async def one(k: int) -> str:
-            nonlocal usage
-            response = None
-            async for item in stream_turn(solver.model, _request(solver.model, prompt, stop, temperature, k), 0, stats):
-                if isinstance(item, ModelResponse):
-                    response = item
-            assert response is not None
-            usage += response.usage
-            return response.text
-
-        return list(await asyncio.gather(*(one(start + k) for k in range(n))))
+        raise ConfigError("lats.protocol=official runs on the Wikipedia environment (task=hotpotqa) or WebShop")
+    gpt = OfficialModel(solver)
 
     def em(answer: str) -> bool:
         return bool(solver.grade(example, Outcome(answer, "lats", "answered", 0, Usage())))
@@ -665,61 +773,24 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     finally:
         env.close()
     chosen = found.chosen if found is not None else None
-    path: list[ONode] = []
-    node = chosen
-    while node is not None and node.parent is not None:
-        path.append(node)
-        node = node.parent
-    path.reverse()
+    path = path_to(chosen)
     prediction = chosen.answer if chosen is not None and chosen.done and chosen.answer is not None else ""
     reason = "error" if error else ("answered" if chosen is not None and chosen.done else "step_limit")
-    history, events = [], []
-    for step in path:
-        d, call = step.depth, f"step-{step.depth}"
-        history.append(message_to_dict(Message.assistant(f"Thought {d}: {step.sample}")))
-        history.append(message_to_dict(Message("user", (ToolResultBlock(call, step.state["observation"]),))))
-        action = step.state["action"]
-        events += [
-            event_to_dict(StepStarted(d)),
-            event_to_dict(ToolCalled(d, call, action.split("[")[0].lower(), {}, text=action)),
-            event_to_dict(
-                ToolExecutionFinished(d, call, action.split("[")[0].lower(), step.state["observation"], False)
-            ),
-            event_to_dict(StepFinished(d, Usage())),
-        ]
-    episodes = []
-    if chosen is not None:
-        events.append(event_to_dict(EpisodeFinished(prediction, reason, len(path), usage)))  # type: ignore[arg-type]
-        episodes.append(
-            Episode(route="lats", history=tuple(history), events=tuple(events), first_observation=example.question)
-        )
+    shown = [Shown(n.depth, f"Thought {n.depth}: {n.sample}", n.state["action"], n.state["observation"]) for n in path]
     tree = None
     if found is not None:
-        tree = {
-            "protocol": "official",
-            "source": SOURCE,
-            "feedback": "oracle",
-            "select": "reward",
-            "selected_by": "gold answer",
-            "nodes": [_node_dict(n) for n in found.nodes],
-            "chosen": [0, *(n.id for n in path)] if found.nodes else [],
-            "reflections": [m["reflection"] for m in found.reflections],
-            "iterations": found.iterations,
-            "value_calls": found.value_calls,
-            "unparsed_values": found.unparsed_values,
-            "stuck": found.stuck,
-            "stats": {"resets": 1, "replayed_steps": 0, "new_steps": len(found.nodes) - 1, "reused_envs": 0},
-        }
-    return Outcome(
+        labels = {"source": SOURCE, "feedback": "oracle", "select": "reward", "selected_by": "gold answer"}
+        tree = official_tree(found, path, [_node_dict(n) for n in found.nodes], **labels)
+    return official_outcome(
+        gpt,
+        shown,
+        example.question,
+        tree,
+        chosen=chosen is not None,
         prediction=prediction,
-        route="lats",
         reason=reason,
-        steps=len(path),
-        usage=usage,
+        reward=None,
         error=error,
-        episodes=episodes,
-        stats=stats,
-        tree=tree,
     )
 
 

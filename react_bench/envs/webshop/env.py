@@ -106,6 +106,16 @@ def _list_literal(text: str) -> bool:
         return False
 
 
+def sendable_query(query: str) -> tuple[str, bool]:
+    """A model's search text as it can be sent, and whether it was cut: at most ``MAX_QUERY``
+    characters, and words where it starts with ``[`` but is no list literal."""
+    cut = len(query) > MAX_QUERY
+    query = query[:MAX_QUERY]
+    if query.startswith("[") and not _list_literal(query):
+        query = " " + query  # words, not a list literal the server would fail to read
+    return query, cut
+
+
 KNOWN_BUTTONS = frozenset({"Buy Now", "Back to Search", "Next >", "< Prev", *SUB_PAGES})  # the notebook's own
 
 
@@ -143,10 +153,7 @@ class WebShopEnv:
     async def _search(self, query: str) -> Observation:
         if self.state.page_type != "init":
             return Observation(INVALID, is_error=True)
-        cut = len(query) > MAX_QUERY
-        query = query[:MAX_QUERY]
-        if query.startswith("[") and not _list_literal(query):
-            query = " " + query  # words, not a list literal the server would fail to read
+        query, cut = sendable_query(query)
         self.state = Session(page_type="search", query=query)
         page = await self._observe()
         return replace(page, text=f"{page.text}\n{CUT_NOTE}") if cut else page
@@ -201,7 +208,7 @@ class WebShopEnv:
         """Fetch and render the current page; record what it offers. A page that is not the one
         asked for is the server's fault: ``EpisodeAbort``."""
         path = self._path()
-        html = await run_blocking(self._get, path)
+        html = await run_blocking(self.get_page, path)
         kind = self.state.page_type
         try:
             page = render(html, self.url + _unquoted(path), first_page=kind == "init")
@@ -216,7 +223,8 @@ class WebShopEnv:
             self.state.option_groups = page.options
         return page
 
-    def _get(self, path: str) -> str:
+    def get_page(self, path: str) -> str:
+        """The HTML of ``path`` (blocking); a server's fault is ``EpisodeAbort``."""
         try:
             with self.client.stream("GET", self.url + path) as response:
                 if response.status_code != 200:

@@ -10,7 +10,8 @@ WebShop.ipynb), so that observations read as the paper's did:
   URL selects it (``'text'`` occurs in the URL, which carries the options as a dict literal);
   an option's group is the plain text just before its labels;
 - a result's ASIN (a link of class ``product-link``) is ``\\n[ASIN] ``, for the first three
-  results only; the title and price after the fourth and later ASINs are left out too;
+  results only (``results_shown``: LATS's copy of the function shows ten); the title and price
+  after the fourth and later ASINs are left out too;
 - other text is ``\\n{text} ``; on every page but the first, the first two plain texts (the
   ``Instruction:`` label and the instruction) are left out;
 - on the done page the observation is ``Your score (min 0.0, max 1.0): {score}`` and the score
@@ -56,7 +57,7 @@ def clean(text: str) -> str:
         return text
 
 
-def render(html: str, url: str, first_page: bool = False) -> Page:
+def render(html: str, url: str, first_page: bool = False, results_shown: int = 3) -> Page:
     from bs4 import BeautifulSoup
     from bs4.element import Comment
 
@@ -78,7 +79,7 @@ def render(html: str, url: str, first_page: bool = False) -> Page:
             parts.append(f"[[{t}]]" if f"'{t}'" in url else f"[{t}]")
             page.options[t] = group
         elif parent is not None and parent.get("class") == ["product-link"]:
-            parts.append(f"\n[{t}] " if results < 3 else "")
+            parts.append(f"\n[{t}] " if results < results_shown else "")
             results += 1
             page.asins.append(t)
             since_result = 0
