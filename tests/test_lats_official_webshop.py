@@ -334,3 +334,35 @@ def test_a_page_that_cannot_be_read_ends_the_example_as_the_servers_error() -> N
 
     with pytest.raises(EpisodeAbort, match="cannot be read"):
         asyncio.run(shop_text("http://shop", get)(session="fixed_0", page_type="end", asin="B1"))
+
+
+def test_what_the_codes_actions_reach_is_a_page_of_the_shop_never_its_error() -> None:
+    """``< Prev`` on the first results page (the code allows it: page 0), a search of 20,000
+    characters, an empty search: each is a page of the project's shop, as of WebShop's."""
+    import httpx2
+
+    from react_bench.envs.webshop.env import WebShopEnv
+
+    goal = goals(1)[0]
+    server = start_server(ENV)
+    client = httpx2.Client()
+    shop = ShopSessions(shop_text(server.url, WebShopEnv(server.url, client).get_page))
+
+    def step(action: str) -> tuple[str, float, bool]:
+        return asyncio.run(shop.step(goal.session, action))
+
+    try:
+        step("reset")
+        step(f"search[{goal_query(goal)}]")
+        first_asins = shop.sessions[goal.session]["asins"]
+        page, reward, done = step("click[< Prev]")
+        assert "Page 0 (Total results: " in page and "[B0" not in page  # WebShop's slice [-10:0]: none
+        # the session keeps the first page's ASINs (the code adds to it only what a page offers)
+        assert shop.sessions[goal.session]["page_num"] == 0 and shop.sessions[goal.session]["asins"] == first_asins
+        for query in ("x" * 20_000, "", "[" * 20_000, "a/b?c"):
+            step("reset")
+            page, reward, done = step(f"search[{query}]")
+            assert "Page 1 (Total results: " in page and (reward, done) == (0.0, False)
+    finally:
+        client.close()
+        server.stop()

@@ -306,7 +306,79 @@ class OfficialResult:
     stuck: str | None
 
 
-class OfficialSearch:
+class CodeSearch:
+    """What LATS's two ``lats_search`` share (HotpotQA's ``OfficialSearch``, WebShop's ``ShopSearch``):
+    the nodes made, in order (their ids); each iteration said; the end where the iterations run out or
+    the code would not go on (the best-rewarded of the tree's nodes and the simulations' ends);
+    ``select_node``; a simulation's level sampled until it has a node."""
+
+    def __init__(self, iterations: int, on_iteration: Callable[[int, int], None] | None) -> None:
+        self.iterations, self.on_iteration = iterations, on_iteration
+        self.reflection_map: list[dict[str, str]] = []
+        self.nodes: list[Any] = []
+        self.simulated: list[Any] = []  # each simulation's last node (the code's terminal_nodes)
+        self.value_calls = self.unparsed_values = self.done_iterations = 0
+
+    async def _root(self) -> Any:
+        raise NotImplementedError
+
+    async def _search(self, root: Any) -> Any:
+        raise NotImplementedError
+
+    async def run(self) -> OfficialResult:
+        root = await self._root()
+        stuck = None
+        try:
+            chosen = await self._search(root)
+        except OfficialCodeFails as why:
+            chosen, stuck = None, str(why)
+        if chosen is None:  # the iterations ran out: the best-rewarded node, the tree's then the simulations' ends
+            chosen = max([*collect_nodes(root), *self.simulated], key=lambda n: n.reward)
+        return OfficialResult(
+            chosen,
+            self.nodes,
+            self.done_iterations,
+            self.value_calls,
+            self.unparsed_values,
+            list(self.reflection_map),
+            stuck,
+        )
+
+    def _iteration(self, i: int) -> None:
+        self.done_iterations = i + 1
+        if self.on_iteration is not None:
+            self.on_iteration(i + 1, len(self.nodes))
+
+    @staticmethod
+    def _select(node: Any) -> Any:
+        """``select_node``: down the best UCT among the open children; a node whose children are all
+        terminal is cut from its parent; a terminal child of reward 1 is taken at once."""
+        while node is not None and node.children:
+            terminal = [c for c in node.children if c.is_terminal]
+            if len(terminal) == len(node.children):
+                if node.parent is not None:
+                    node.parent.children.remove(node)
+                node = node.parent
+                continue
+            won = next((c for c in terminal if c.reward == 1), None)
+            if won is not None:
+                return won
+            node = max((c for c in node.children if not c.is_terminal), key=lambda c: c.uct())
+        return node
+
+    async def _level(self, node: Any, n: int) -> list[Any]:
+        """A simulation's next states: the code samples until there is one (here ``MAX_RESAMPLES`` times)."""
+        for _ in range(MAX_RESAMPLES):
+            states = await self._new_states(node, n, in_tree=False)
+            if states:
+                return states
+        raise OfficialCodeFails(f"{MAX_RESAMPLES} simulation samples without a child: the code goes on")
+
+    async def _new_states(self, node: Any, n: int, in_tree: bool) -> list[Any]:
+        raise NotImplementedError
+
+
+class OfficialSearch(CodeSearch):
     """``lats_search`` of one question (module docstring). ``n``: ``--n_generate_sample``;
     ``n_evaluate``: ``--n_evaluate_sample``; ``iterations``: ``--iterations``."""
 
@@ -322,46 +394,24 @@ class OfficialSearch:
         iterations: int,
         on_iteration: Callable[[int, int], None] | None = None,
     ) -> None:
+        super().__init__(iterations, on_iteration)
         self.p, self.gpt, self.count, self.env = prompts, gpt, count, env
         self.x = f"Question: {question}"  # HotPotQAWrapper.reset
-        self.n, self.n_evaluate, self.iterations = n, n_evaluate, iterations
-        self.on_iteration = on_iteration
+        self.n, self.n_evaluate = n, n_evaluate
         self.failed: list[dict[str, str]] = []
-        self.reflection_map: list[dict[str, str]] = []
         self.value_cache: dict[str, float] = {}
-        self.nodes: list[ONode] = []
-        self.simulated: list[ONode] = []  # each simulation's last node (the code's terminal_nodes)
-        self.value_calls = self.unparsed_values = self.done_iterations = 0
 
     def _node(self, question: str, parent: ONode | None, **kw: Any) -> ONode:
         node = ONode(len(self.nodes), question, parent, **kw)
         self.nodes.append(node)
         return node
 
-    async def run(self) -> OfficialResult:
-        root = self._node(self.x, None)
-        stuck = None
-        try:
-            chosen = await self._search(root)
-        except OfficialCodeFails as why:
-            chosen, stuck = None, str(why)
-        if chosen is None:  # the iterations ran out: the best-rewarded node, the tree's then the simulations' ends
-            chosen = max([*_collect(root), *self.simulated], key=lambda n: n.reward)
-        return OfficialResult(
-            chosen,
-            self.nodes,
-            self.done_iterations,
-            self.value_calls,
-            self.unparsed_values,
-            list(self.reflection_map),
-            stuck,
-        )
+    async def _root(self) -> ONode:
+        return self._node(self.x, None)
 
     async def _search(self, root: ONode) -> ONode | None:
         for i in range(self.iterations):
-            self.done_iterations = i + 1
-            if self.on_iteration is not None:
-                self.on_iteration(i + 1, len(self.nodes))
+            self._iteration(i)
             node = self._select(root)
             if node is None:
                 raise OfficialCodeFails("no node left to select: the code reselects forever here (lats_search)")
@@ -383,24 +433,10 @@ class OfficialSearch:
             if terminal.reward == 1:
                 return terminal
             self._backpropagate(terminal, reward)
-            won = [n for n in _collect(root) if n.is_terminal and n.reward == 1]
+            won = [n for n in collect_nodes(root) if n.is_terminal and n.reward == 1]
             if won:
                 return max(won, key=lambda n: n.value)
         return None
-
-    def _select(self, node: ONode | None) -> ONode | None:
-        while node is not None and node.children:
-            terminal = [c for c in node.children if c.is_terminal]
-            if len(terminal) == len(node.children):
-                if node.parent is not None:
-                    node.parent.children.remove(node)
-                node = node.parent
-                continue
-            won = next((c for c in terminal if c.reward == 1), None)
-            if won is not None:
-                return won
-            node = max((c for c in node.children if not c.is_terminal), key=lambda c: c.uct())
-        return node
 
     async def _expand(self, node: ONode) -> None:
         if node.depth >= DEPTH_LIMIT:
@@ -515,13 +551,7 @@ class OfficialSearch:
     async def _rollout(self, node: ONode) -> tuple[float, ONode]:
         depth, rewards = node.depth, [0.0]
         while not node.is_terminal and depth < ROLLOUT_DEPTH:
-            states: list[ONode] = []
-            tries = 0
-            while not states:
-                tries += 1
-                if tries > MAX_RESAMPLES:
-                    raise OfficialCodeFails(f"{MAX_RESAMPLES} simulation samples without a child: the code goes on")
-                states = await self._new_states(node, ROLLOUT_SAMPLES, in_tree=False)
+            states = await self._level(node, ROLLOUT_SAMPLES)
             for state in states:
                 if state.is_terminal:
                     return state.reward, state
@@ -557,10 +587,11 @@ def _shown(mapping: Sequence[dict[str, str]]) -> str:
     return "".join(m["trajectory"] + "FAILED TRAJECTORY\nReflection: " + m["reflection"] + "\n\n" for m in mapping)
 
 
-def _collect(node: ONode) -> list[ONode]:
+def collect_nodes(node: Any) -> list[Any]:
+    """``collect_all_nodes``: the node and its descendants on the tree, depth first."""
     out = [node]
     for child in node.children:
-        out.extend(_collect(child))
+        out.extend(collect_nodes(child))
     return out
 
 
@@ -780,7 +811,7 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     tree = None
     if found is not None:
         labels = {"source": SOURCE, "feedback": "oracle", "select": "reward", "selected_by": "gold answer"}
-        tree = official_tree(found, path, [_node_dict(n) for n in found.nodes], **labels)
+        tree = official_tree(found, path, [node_dict(n, answer=n.answer) for n in found.nodes], **labels)
     return official_outcome(
         gpt,
         shown,
@@ -794,7 +825,8 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     )
 
 
-def _node_dict(node: ONode) -> dict[str, Any]:
+def node_dict(node: Any, answer: str | None = None, env_reward: float | None = None) -> dict[str, Any]:
+    """A node of an official search as the record keeps it (the project's tree's fields)."""
     out: dict[str, Any] = {
         "id": node.id,
         "parent": None if node.parent is None else node.parent.id,
@@ -807,9 +839,9 @@ def _node_dict(node: ONode) -> dict[str, Any]:
         "lm_value": node.lm_value,
         "visits": node.visits,
         "terminal": node.is_terminal,
-        "answer": node.answer,
+        "answer": answer,
         "reward": node.reward,
-        "env_reward": None,
+        "env_reward": env_reward,
     }
     if not node.in_tree:
         out["simulated"] = True  # a simulation's node: the code never attaches it to its parent
@@ -831,6 +863,20 @@ def _counter() -> Count:
 REFLECTION_CALLS = 1 + 2 + 3  # written anew at 1, 2 and 3 distinct failed answers (get_samples)
 
 
+def template_calls(solver: Any, question: str) -> Callable[[str, int, int], Any]:
+    """``calls(template, depth, k)``: the usage of ``k`` calls of a template around the question and
+    ``depth`` steps (``step_growth`` a step), each writing half its 100 tokens."""
+    from react_bench.methods.pricing import step_growth, times
+    from react_bench.types import Usage
+
+    growth, asked = step_growth(solver), len(question) // 4
+
+    def calls(template: str, depth: int, k: int) -> Usage:
+        return times(Usage(input_tokens=len(template) // 4 + asked + depth * growth, output_tokens=MAX_TOKENS // 2), k)
+
+    return calls
+
+
 def official_estimate(solver: Any, question: str) -> Any:
     """The likely search, as ``Lats.estimate`` prices the project's: every iteration's expansion
     (``lats.n`` samples and their values, at depth 0 first and 1 after) and a simulation from
@@ -838,16 +884,12 @@ def official_estimate(solver: Any, question: str) -> Any:
     the reflections written anew (6). The prompts are the code's templates (``OfficialPrompts``)
     around the question and the steps; nothing is read from a prompt cache (its requests carry no
     breakpoint)."""
-    from react_bench.methods.pricing import Estimate, step_growth, times
+    from react_bench.methods.pricing import Estimate
     from react_bench.types import Usage
 
     config = solver.settings.lats
     prompts = OfficialPrompts.pinned()
-    growth, asked = step_growth(solver), len(question) // 4
-
-    def calls(template: str, depth: int, k: int) -> Usage:
-        return times(Usage(input_tokens=len(template) // 4 + asked + depth * growth, output_tokens=MAX_TOKENS // 2), k)
-
+    calls = template_calls(solver, question)
     total = Estimate(0, Usage())
     for i in range(config.iterations):
         d = 0 if i == 0 else 1

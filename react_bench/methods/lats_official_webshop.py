@@ -59,16 +59,18 @@ from urllib.parse import quote
 from react_bench.errors import ConfigError
 from react_bench.methods.lats_official import (
     MAX_RESAMPLES,
-    MAX_TOKENS,
     STEP_STOP,
+    CodeSearch,
     Gpt,
     OfficialCodeFails,
     OfficialModel,
-    OfficialResult,
     Shown,
+    collect_nodes,
+    node_dict,
     official_outcome,
     official_tree,
     path_to,
+    template_calls,
     value_outputs_unwrap,
 )
 
@@ -314,14 +316,7 @@ def action_line(sample: str) -> str | None:
     )
 
 
-def _collect(node: WNode) -> list[WNode]:
-    out = [node]
-    for child in node.children:
-        out.extend(_collect(child))
-    return out
-
-
-class ShopSearch:
+class ShopSearch(CodeSearch):
     """``lats_search`` of one instruction (module docstring). ``n``: ``--n_generate_sample``;
     ``n_evaluate``: ``--n_evaluate_sample``; ``iterations``: ``--iterations``; ``rng`` draws the
     trajectories reflected on."""
@@ -338,46 +333,24 @@ class ShopSearch:
         rng: random.Random,
         on_iteration: Callable[[int, int], None] | None = None,
     ) -> None:
+        super().__init__(iterations, on_iteration)
         self.p, self.gpt, self.shop, self.session = prompts, gpt, shop, session
-        self.n, self.n_evaluate, self.iterations, self.rng = n, n_evaluate, iterations, rng
-        self.on_iteration = on_iteration
+        self.n, self.n_evaluate, self.rng = n, n_evaluate, rng
         self.conclusion = prompts.conclusion
         self.failed: list[dict[str, Any]] = []
-        self.reflection_map: list[dict[str, str]] = []
-        self.nodes: list[WNode] = []
-        self.simulated: list[WNode] = []  # each simulation's last node (the code's terminal_nodes)
-        self.value_calls = self.unparsed_values = self.done_iterations = 0
 
     def _keep(self, node: WNode) -> WNode:
         node.id = len(self.nodes)
         self.nodes.append(node)
         return node
 
-    async def run(self) -> OfficialResult:
+    async def _root(self) -> WNode:
         x = (await self.shop.step(self.session, "reset"))[0]
-        root = self._keep(WNode(x, None, env_state=copy.deepcopy(self.shop.sessions)))
-        stuck = None
-        try:
-            chosen = await self._search(root)
-        except OfficialCodeFails as why:
-            chosen, stuck = None, str(why)
-        if chosen is None:  # the iterations ran out: the best-rewarded of the tree and the simulations' ends
-            chosen = max([*_collect(root), *self.simulated], key=lambda n: n.reward)
-        return OfficialResult(
-            chosen,
-            self.nodes,
-            self.done_iterations,
-            self.value_calls,
-            self.unparsed_values,
-            list(self.reflection_map),
-            stuck,
-        )
+        return self._keep(WNode(x, None, env_state=copy.deepcopy(self.shop.sessions)))
 
     async def _search(self, root: WNode) -> WNode | None:
         for i in range(self.iterations):
-            self.done_iterations = i + 1
-            if self.on_iteration is not None:
-                self.on_iteration(i + 1, len(self.nodes))
+            self._iteration(i)
             node = self._select(root)
             if node is None or (node.is_terminal and node.reward != 1):
                 raise OfficialCodeFails("no node left to select: the code reselects forever here (lats_search)")
@@ -395,24 +368,10 @@ class ShopSearch:
             if terminal.reward == 1:
                 return terminal
             self._backpropagate(terminal, terminal.reward)
-            won = [n for n in _collect(root) if n.is_terminal and n.reward == 1]
+            won = [n for n in collect_nodes(root) if n.is_terminal and n.reward == 1]
             if won:
                 return max(won, key=lambda n: n.reward)
         return None
-
-    def _select(self, node: WNode | None) -> WNode | None:
-        while node is not None and node.children:
-            terminal = [c for c in node.children if c.is_terminal]
-            if len(terminal) == len(node.children):
-                if node.parent is not None:
-                    node.parent.children.remove(node)
-                node = node.parent
-                continue
-            won = next((c for c in terminal if c.reward == 1), None)
-            if won is not None:
-                return won
-            node = max((c for c in node.children if not c.is_terminal), key=lambda c: c.uct())
-        return node
 
     async def _expand(self, node: WNode) -> None:
         if node.depth >= DEPTH_LIMIT:
@@ -532,13 +491,7 @@ class ShopSearch:
     async def _rollout(self, node: WNode) -> WNode:
         depth = 0
         while not node.is_terminal and depth < ROLLOUT_DEPTH:
-            states: list[WNode] = []
-            tries = 0
-            while not states:
-                tries += 1
-                if tries > MAX_RESAMPLES:
-                    raise OfficialCodeFails(f"{MAX_RESAMPLES} simulation samples without a child: the code goes on")
-                states = await self._new_states(node, ROLLOUT_SAMPLES, in_tree=False)
+            states = await self._level(node, ROLLOUT_SAMPLES)
             for state in states:
                 if state.is_terminal:
                     return state
@@ -609,7 +562,9 @@ async def solve_webshop(solver: Any, example: Any, on_event: Any) -> Any:
             "select": "reward",
             "selected_by": "environment reward" if scored else None,
         }
-        tree = official_tree(found, path, [_node_dict(n) for n in found.nodes], **labels)
+        tree = official_tree(
+            found, path, [node_dict(n, env_reward=n.reward if n.scored else None) for n in found.nodes], **labels
+        )
     return official_outcome(
         gpt,
         shown,
@@ -623,28 +578,6 @@ async def solve_webshop(solver: Any, example: Any, on_event: Any) -> Any:
     )
 
 
-def _node_dict(node: WNode) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": node.id,
-        "parent": None if node.parent is None else node.parent.id,
-        "depth": node.depth,
-        "text": node.sample,
-        "action": node.state["action"] or None,
-        "observation": node.state["observation"],
-        "children": [c.id for c in node.children],
-        "value": round(float(node.value), 6),
-        "lm_value": node.lm_value,
-        "visits": node.visits,
-        "terminal": node.is_terminal,
-        "answer": None,
-        "reward": node.reward,
-        "env_reward": node.reward if node.scored else None,
-    }
-    if not node.in_tree:
-        out["simulated"] = True
-    return out
-
-
 # --- its price -----------------------------------------------------------------------------------
 
 REFLECTION_CALLS = 1 + 2 + 3  # written anew at 1, 2 and 3 failed trajectories (get_samples)
@@ -656,16 +589,12 @@ def webshop_estimate(solver: Any, question: str) -> Any:
     after) with its values and a simulation of ``EXPECTED_STEPS`` levels (5 samples, 5 values a
     level), each call writing half its 100 tokens; the reflections written anew (6). Each step adds
     what ``step_growth`` says a step adds; nothing is read from a prompt cache."""
-    from react_bench.methods.pricing import Estimate, step_growth, times
+    from react_bench.methods.pricing import Estimate
     from react_bench.types import Usage
 
     config = solver.settings.lats
     prompts = ShopPrompts.pinned()
-    growth, asked = step_growth(solver), len(question) // 4
-
-    def calls(template: str, depth: int, k: int) -> Usage:
-        return times(Usage(input_tokens=len(template) // 4 + asked + depth * growth, output_tokens=MAX_TOKENS // 2), k)
-
+    calls = template_calls(solver, question)
     total = Estimate(0, Usage())
     for i in range(config.iterations):
         d, n = (0, 2 * config.n) if i == 0 else (1, config.n)

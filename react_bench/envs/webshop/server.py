@@ -15,7 +15,9 @@ matters to a renderer (buttons are ``<button>``, options ``<label>``, result ASI
 ``Your score (min 0.0, max 1.0)<pre>{reward}</pre>``). ``keywords`` is the query as written, or a
 list literal (``['a', 'b']``), as WebShop's ``convert_web_app_string_to_var`` reads it. Search is
 BM25 over each product's title, type, category and attributes. Sessions ``fixed_i`` are goal
-``i``; an unknown ASIN, a page number below 1 or a malformed ``options`` is a 404 / 400 page.
+``i``; an unknown ASIN, a page that is no whole number or a malformed ``options`` is a 404 / 400
+page; a page number of 0 or less is read as WebShop reads it (``int``: its results are the same
+slice of the list WebShop's would be).
 
 ``WebShopServer(catalog)`` runs in a background thread on a free port of 127.0.0.1 (a context
 manager; ``url``); ``scripts/webshop_server.py`` serves one on its own.
@@ -209,9 +211,14 @@ def _query(keywords: str) -> str:
 
 
 def _page_number(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"page {text!r} is not a page number")
-    return int(text)
+    """WebShop's ``int(page)``: 0 and below are pages too (its results slice ``[(page - 1) * 10 :
+    page * 10]`` then, which LATS's code reaches with ``< Prev`` on the first page)."""
+    try:
+        if len(text) > 32:
+            raise ValueError
+        return int(text)
+    except ValueError:
+        raise ValueError(f"page {text[:40]!r} is not a page number") from None
 
 
 def _options(text: str) -> dict[str, str]:
