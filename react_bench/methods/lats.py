@@ -95,7 +95,7 @@ from react_bench.events import (
 from react_bench.loop import Decision, ToolCall, execute_all
 from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
 from react_bench.methods.lats_official import is_webshop, official_estimate, official_most, solve_official
-from react_bench.methods.lats_official_webshop import webshop_estimate, webshop_most
+from react_bench.methods.lats_official_webshop import solve_webshop, webshop_estimate, webshop_most
 from react_bench.methods.pricing import (
     OBSERVATION_TOKENS,
     Estimate,
@@ -843,7 +843,7 @@ class Lats(Method):
         episode, scored as a ReAct episode is; the tree goes in the record."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return await solve_official(solver, example, on_event)
+            return await (solve_webshop if is_webshop(solver) else solve_official)(solver, example, on_event)
         stats = StepStats()
         if solver.env_factory is None:
             raise ValueError("mode=lats needs an environment")

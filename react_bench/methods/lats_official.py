@@ -49,7 +49,8 @@ Where the code would wait forever (no node left to select) or fail (a ``Thought`
 colon), the search ends and the tree's ``stuck`` says why: the code's run would not have gone on.
 
 The model's side (``OfficialModel``) and the record (``official_outcome``, ``official_tree``) serve
-the WebShop port too (``lats_official_webshop.py``), which ``solve_official`` hands a WebShop run.
+the WebShop port too (``lats_official_webshop.py``); ``Lats.solve`` runs the one of the task
+(``is_webshop``).
 """
 
 from __future__ import annotations
@@ -754,17 +755,13 @@ def is_webshop(solver: Any) -> bool:
 async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     """One question searched as the code searches it (``OfficialSearch``); the chosen node's path is
     the example's episode, its ``Finish`` the prediction (none where the chosen node is no Finish:
-    the code's ``em`` is then 0 too). WebShop: ``lats_official_webshop.solve_webshop``."""
+    the code's ``em`` is then 0 too). WebShop's is ``lats_official_webshop.solve_webshop``."""
     from react_bench.environment import EpisodeAbort
     from react_bench.events import SearchIteration
     from react_bench.methods.core import Outcome
     from react_bench.models.base import ModelError
     from react_bench.types import Usage
 
-    if is_webshop(solver):
-        from react_bench.methods.lats_official_webshop import solve_webshop
-
-        return await solve_webshop(solver, example, on_event)
     config = solver.settings.lats
     if solver.env_factory is None or solver.grade is None:
         raise ValueError("lats.protocol=official needs the task's environment and its gold answers")
