@@ -79,7 +79,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from react_bench.environment import Action, EnvFactory, Environment, EpisodeAbort, Example, Observation
 from react_bench.errors import ConfigError, settings_of
@@ -843,7 +843,7 @@ class Lats(Method):
         episode, scored as a ReAct episode is; the tree goes in the record."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return await (solve_webshop if is_webshop(solver) else solve_official)(solver, example, on_event)
+            return await _port(solver).solve(solver, example, on_event)
         stats = StepStats()
         if solver.env_factory is None:
             raise ValueError("mode=lats needs an environment")
@@ -919,7 +919,7 @@ class Lats(Method):
         from the second iteration on); a reflection per ``lats.reflections``."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return webshop_estimate(solver, question) if is_webshop(solver) else official_estimate(solver, question)
+            return _port(solver).estimate(solver, question)
         request = solver.probe_requests(question)[0]
         first, shared = estimate_input_tokens(request), shared_prefix_tokens(request)
         growth = step_growth(solver)
@@ -966,22 +966,36 @@ class Lats(Method):
         values, and the reflections."""
         config: LatsConfig = solver.settings.lats
         if config.protocol == "official":
-            return (webshop_most if is_webshop(solver) else official_most)(config.n, config.iterations)[0]
+            return _port(solver).most(config.n, config.iterations)[0]
         return 2 * config.n * len(expansions(solver, most=True)) + config.reflections
 
     def expected_said(self, solver: Solver) -> str:
         if solver.settings.lats.protocol == "official":
-            if is_webshop(solver):
-                return "every iteration's expansion and a simulation of 4 steps, half of each call's 100 tokens"
-            return "every iteration's expansion and its simulation to depth 4, half of each call's 100 tokens"
+            return _port(solver).expected
         return super().expected_said(solver)
 
     def rounds(self, solver: Solver) -> int:
         """An expansion: its samples, then their values."""
         if solver.settings.lats.protocol == "official":
-            most = webshop_most if is_webshop(solver) else official_most
-            return most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
+            return _port(solver).most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
         return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
+
+
+class OfficialPort(NamedTuple):
+    """``lats.protocol=official`` of a task: its search, its price, its most calls and rounds."""
+
+    solve: Callable[[Solver, Example, EventSink | None], Awaitable[Outcome]]
+    estimate: Callable[[Solver, str], Estimate]
+    most: Callable[[int, int], tuple[int, int]]
+    expected: str  # what the dry run's expected figure assumes
+
+
+def _port(solver: Solver) -> OfficialPort:
+    if is_webshop(solver):
+        said = "every iteration's expansion and a simulation of 4 steps, half of each call's 100 tokens"
+        return OfficialPort(solve_webshop, webshop_estimate, webshop_most, said)
+    said = "every iteration's expansion and its simulation to depth 4, half of each call's 100 tokens"
+    return OfficialPort(solve_official, official_estimate, official_most, said)
 
 
 def _selected_by(tree: Mapping[str, Any]) -> str | None:

@@ -737,6 +737,35 @@ def official_tree(
     }
 
 
+def iteration_events(on_event: Any, total: int) -> Callable[[int, int], None]:
+    """A search's ``on_iteration``: each iteration said as a ``SearchIteration`` event."""
+    from react_bench.events import SearchIteration
+
+    def said(done: int, nodes: int) -> None:
+        if on_event is not None:
+            on_event(SearchIteration(done, total, nodes))
+
+    return said
+
+
+async def run_search(
+    search: CodeSearch, close: Callable[[], None], start: Callable[[], Awaitable[Any]] | None = None
+) -> tuple[OfficialResult | None, str | None]:
+    """(the search's end, None), or (None, the error) where the model or the environment failed (the
+    example ends as an error, re-runnable); the environment is closed either way."""
+    from react_bench.environment import EpisodeAbort
+    from react_bench.models.base import ModelError
+
+    try:
+        if start is not None:
+            await start()
+        return await search.run(), None
+    except (ModelError, EpisodeAbort) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    finally:
+        close()
+
+
 def path_to(node: Any) -> list[Any]:
     """The nodes from the root's child down to ``node`` (none for the root or no node)."""
     path = []
@@ -756,10 +785,7 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     """One question searched as the code searches it (``OfficialSearch``); the chosen node's path is
     the example's episode, its ``Finish`` the prediction (none where the chosen node is no Finish:
     the code's ``em`` is then 0 too). WebShop's is ``lats_official_webshop.solve_webshop``."""
-    from react_bench.environment import EpisodeAbort
-    from react_bench.events import SearchIteration
     from react_bench.methods.core import Outcome
-    from react_bench.models.base import ModelError
     from react_bench.types import Usage
 
     config = solver.settings.lats
@@ -777,10 +803,6 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     async def act(text: str) -> str:
         return (await env.step_text(text)).text
 
-    def iteration(done: int, nodes: int) -> None:
-        if on_event is not None:
-            on_event(SearchIteration(done, config.iterations, nodes))
-
     search = OfficialSearch(
         OfficialPrompts.pinned(),
         gpt,
@@ -790,16 +812,9 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
         config.n,
         config.value_samples,
         config.iterations,
-        iteration,
+        iteration_events(on_event, config.iterations),
     )
-    error = None
-    try:
-        await env.reset(example)
-        found = await search.run()
-    except (ModelError, EpisodeAbort) as exc:
-        error, found = f"{type(exc).__name__}: {exc}", None
-    finally:
-        env.close()
+    found, error = await run_search(search, env.close, lambda: env.reset(example))
     chosen = found.chosen if found is not None else None
     path = path_to(chosen)
     prediction = chosen.answer if chosen is not None and chosen.done and chosen.answer is not None else ""

@@ -66,10 +66,12 @@ from react_bench.methods.lats_official import (
     OfficialModel,
     Shown,
     collect_nodes,
+    iteration_events,
     node_dict,
     official_outcome,
     official_tree,
     path_to,
+    run_search,
     template_calls,
     value_outputs_unwrap,
 )
@@ -519,18 +521,9 @@ async def solve_webshop(solver: Any, example: Any, on_event: Any) -> Any:
     """One instruction searched as the code searches it (``ShopSearch``) in the run's shop (the
     example's session); the chosen node's path is the episode, the chosen node's score its reward
     (none where it is no purchase: the code's reward is then 0 too)."""
-    from react_bench.environment import EpisodeAbort
-    from react_bench.events import SearchIteration
-    from react_bench.models.base import ModelError
-
     config = solver.settings.lats
     env = solver.env_factory()
     gpt = OfficialModel(solver)
-
-    def iteration(done: int, nodes: int) -> None:
-        if on_event is not None:
-            on_event(SearchIteration(done, config.iterations, nodes))
-
     search = ShopSearch(
         ShopPrompts.pinned(),
         gpt,
@@ -540,15 +533,9 @@ async def solve_webshop(solver: Any, example: Any, on_event: Any) -> Any:
         config.value_samples,
         config.iterations,
         random.Random(f"lats.protocol=official {example.id}"),
-        iteration,
+        iteration_events(on_event, config.iterations),
     )
-    error, found = None, None
-    try:
-        found = await search.run()
-    except (ModelError, EpisodeAbort) as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    finally:
-        env.close()
+    found, error = await run_search(search, env.close)
     chosen = found.chosen if found is not None else None
     path = path_to(chosen)
     scored = chosen is not None and chosen.scored
