@@ -9,15 +9,17 @@ Decisions a next engineer needs:
   ``instruction``: they are read out of the file's source with ``ast`` (parsed, never run), and
   their own sha256 is checked too.
 - Where a file comes from, first found wins: a prepared data folder (``$REACT_BENCH_DATA_DIR``,
-  ``./data``, ``../shared/data``: ``tasks.data.find_data_dir``; a run's ``data_dir=`` is not read) under the
-  manifest's ``prepared`` name; the cache ``$REACT_BENCH_CACHE/upstream/<owner>/<repo>/<commit>/<path>``
-  (default ``~/.cache/react-bench``); GitHub's raw file host, ``$REACT_BENCH_GITHUB`` (default
+  ``./data``, ``../shared/data``: ``tasks.data.find_data_dir``; a run's ``data_dir=`` is not read)
+  under the manifest's ``prepared`` name, else under ``upstream/<owner>/<repo>/<commit>/<path>``;
+  the cache ``$REACT_BENCH_CACHE/upstream/<owner>/<repo>/<commit>/<path>`` (default
+  ``~/.cache/react-bench``); GitHub's raw file host, ``$REACT_BENCH_GITHUB`` (default
   ``https://raw.githubusercontent.com``), at ``/<owner>/<repo>/<commit>/<path>``. Each is checked
   against the sha256: a prepared file that differs is an error naming it, never used.
 - A download is said first (what, from where, how big), written beside its final name and renamed
-  into place only once its sha256 is right: nothing half-written is ever read. A mismatch, an
-  error status or an unreachable host is one ``UpstreamError`` line (exit 2 from the scripts)
-  naming the file and the variable to set.
+  into place only once its sha256 is right: nothing half-written is ever read. It is bounded by
+  the manifest's size and a deadline for the whole transfer (``react_bench.download``). A
+  mismatch (with what came back instead), an error status, a bound passed or an unreachable host
+  is one ``UpstreamError`` line (exit 2 from the scripts) naming the file and the variable to set.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, TextIO
 
+from react_bench.download import DownloadError, download
 from react_bench.errors import ConfigError
 from react_bench.paths import cache_dir
 from react_bench.redact import without_userinfo
@@ -41,7 +44,7 @@ from react_bench.redact import without_userinfo
 MANIFEST = Path(__file__).resolve().with_name("upstream.json")
 ENV_GITHUB = "REACT_BENCH_GITHUB"
 DEFAULT_GITHUB = "https://raw.githubusercontent.com"
-TIMEOUT_S = 30.0
+UPSTREAM_FOLDER = "upstream"  # a prepared folder's copies of the pinned files that have no prepared name
 
 
 class UpstreamError(ConfigError):
@@ -132,8 +135,9 @@ def _in_prepared_folder(rel: str | None) -> Path | None:
 
 
 def prepared_path(file: Pinned) -> Path | None:
-    """The file in a prepared data folder, where there is one that holds it."""
-    return _in_prepared_folder(file.prepared)
+    """The file in a prepared data folder, where there is one that holds it: under its prepared
+    name, else under ``upstream/<owner>/<repo>/<commit>/<path>`` (the raw host's layout)."""
+    return _in_prepared_folder(file.prepared) or _in_prepared_folder(f"{UPSTREAM_FOLDER}{file.url_path}")
 
 
 def _sha256(path: Path) -> str:
@@ -182,11 +186,14 @@ def fetch(name: str, out: TextIO | None = None, prepared: bool = True) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.part")
     try:
-        digest = _download(url, shown, tmp)
-        if digest != file.sha256:
+        try:
+            got = download(url, tmp, label=file.label, size=file.size)
+        except DownloadError as err:
+            raise UpstreamError(f"{err}; {_WHAT_TO_SET}") from None
+        if got.sha256 != file.sha256:
             raise UpstreamError(
-                f"{shown}: the bytes served are not {file.label} (sha256 {digest[:12]}..., pinned "
-                f"{file.sha256[:12]}...); nothing was kept. Check {ENV_GITHUB}"
+                f"{shown}: the bytes served are not {file.label} (sha256 {got.sha256[:12]}..., pinned "
+                f"{file.sha256[:12]}...; what came back: {got.seen}); nothing was kept. {_WHAT_TO_SET}"
             )
         os.replace(tmp, final)
     finally:
@@ -194,29 +201,9 @@ def fetch(name: str, out: TextIO | None = None, prepared: bool = True) -> Path:
     return final
 
 
-def _download(url: str, shown: str, tmp: Path) -> str:
-    """``url`` into ``tmp``; its sha256. ``UpstreamError`` on any failure."""
-    import httpx2
-
-    digest = hashlib.sha256()
-    try:
-        with httpx2.stream("GET", url, timeout=TIMEOUT_S, follow_redirects=True) as response:
-            if response.status_code != 200:
-                raise UpstreamError(
-                    f"{shown}: the host answered {response.status_code}; set {ENV_GITHUB} to a reachable "
-                    "copy of GitHub's raw file host, or REACT_BENCH_DATA_DIR to a prepared data folder"
-                )
-            with open(tmp, "wb") as handle:
-                for block in response.iter_bytes():
-                    digest.update(block)
-                    handle.write(block)
-    except httpx2.HTTPError as err:
-        raise UpstreamError(
-            f"{shown} cannot be fetched ({type(err).__name__}: {' '.join(str(err).split())[:200]}); set "
-            f"{ENV_GITHUB} to a reachable copy of GitHub's raw file host, or REACT_BENCH_DATA_DIR to a prepared "
-            "data folder"
-        ) from None
-    return digest.hexdigest()
+_WHAT_TO_SET = (
+    f"set {ENV_GITHUB} to a reachable copy of GitHub's raw file host, or REACT_BENCH_DATA_DIR to a prepared data folder"
+)
 
 
 def assigned_strings(source: str) -> Iterator[tuple[str, str]]:

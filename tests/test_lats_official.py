@@ -365,7 +365,7 @@ def test_gpt2s_count_comes_from_the_hubs_vocabulary_or_the_run_stops_in_one_line
     with HubStandIn({}, models={"openai-community/gpt2": repo}) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         count = lats_official.gpt2_counter()
-        assert ("HEAD", "/openai-community/gpt2/resolve/main/vocab.json") in hub.requests and hub.downloads()
+        assert ("GET", "/openai-community/gpt2/resolve/main/vocab.json") in hub.requests and hub.downloads()
     # each pre-token of the text is one token of that vocabulary; an unseen word falls to its bytes
     assert count(text) == 17 and count("Zq") == 2
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens

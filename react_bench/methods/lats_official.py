@@ -105,6 +105,53 @@ class OfficialPrompts:
 
 
 Count = Callable[[str], int]
+GPT2_VOCAB_MAX_BYTES = 2_000_000  # GPT-2's vocab.json is 1,042,301 bytes: a download is cut past this
+
+
+def _gpt2_vocab(revision: str) -> Path:
+    """GPT-2's ``vocab.json`` at ``revision``: the cached copy, else downloaded once from the hub,
+    bounded in size and time (``react_bench.download``) and renamed into place only once whole."""
+    import json
+    import os
+    import uuid
+    from urllib.parse import quote
+
+    from react_bench.download import DownloadError, download
+    from react_bench.paths import cache_dir
+
+    final = cache_dir() / "hub" / GPT2_REPO / revision.replace("/", "--") / "vocab.json"
+    if final.is_file():
+        return final
+    why = ""
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        why = "the hub is switched off here (HF_HUB_OFFLINE=1) and no copy is cached"
+    else:
+        endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = final.with_name(f".vocab.{uuid.uuid4().hex[:8]}.part")
+        try:
+            got = download(
+                f"{endpoint}/{GPT2_REPO}/resolve/{quote(revision, safe='')}/vocab.json",
+                tmp,
+                label=f"{GPT2_REPO}/vocab.json",
+                size=GPT2_VOCAB_MAX_BYTES,
+            )
+            try:
+                whole = isinstance(json.loads(tmp.read_text(encoding="utf-8")), dict)
+            except (ValueError, UnicodeDecodeError):
+                whole = False
+            if whole:
+                os.replace(tmp, final)
+                return final
+            why = f"what came back is not a vocabulary: {got.seen}"
+        except DownloadError as err:
+            why = str(err)
+        finally:
+            tmp.unlink(missing_ok=True)
+    raise ConfigError(
+        f"lats.protocol=official counts prompts with GPT-2's tokenizer ({GPT2_REPO}/vocab.json from the hub), "
+        f"which cannot be had ({' '.join(why.split())[:240]}); set HF_ENDPOINT to a reachable hub"
+    )
 
 
 def gpt2_counter(revision: str = "main") -> Count:
@@ -113,28 +160,10 @@ def gpt2_counter(revision: str = "main") -> Count:
     run by tiktoken with GPT-2's pre-tokenizing pattern. A tokenizer that cannot be had is one
     ``ConfigError`` line: the count decides which prompt is sent, so there is no guess in its place."""
     import json
-    import os
 
     import tiktoken
-    from huggingface_hub import hf_hub_download
 
-    from react_bench.paths import cache_dir
-
-    try:
-        path = hf_hub_download(
-            GPT2_REPO,
-            "vocab.json",
-            revision=revision,
-            cache_dir=str(cache_dir() / "hub"),
-            endpoint=os.environ.get("HF_ENDPOINT") or None,  # read now, not when the hub's client was imported
-            local_files_only=os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"},
-        )
-    except Exception as err:  # the hub's client raises many kinds; each means the same here
-        raise ConfigError(
-            f"lats.protocol=official counts prompts with GPT-2's tokenizer ({GPT2_REPO}/vocab.json from the hub), "
-            f"which cannot be had ({type(err).__name__}: {' '.join(str(err).split())[:160]}); set HF_ENDPOINT to a "
-            "reachable hub"
-        ) from None
+    path = _gpt2_vocab(revision)
     vocab = json.loads(Path(path).read_text(encoding="utf-8"))
     decode = {c: b for b, c in _bytes_to_unicode().items()}
     try:

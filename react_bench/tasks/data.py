@@ -5,7 +5,9 @@ Decisions a next engineer needs:
 - Data folder: ``data_dir`` if set, else ``$REACT_BENCH_DATA_DIR``, else the first of
   ``./data`` and ``../shared/data`` that exists, tried relative to the working directory and
   then to the repository root. An explicitly set folder (setting or variable) that does not
-  exist is an error, not a silent fall-through to other data. Where no folder is found at all,
+  exist is an error, not a silent fall-through to other data. ``$REACT_BENCH_DATA_DIR=none``
+  uses no folder at all, the defaults included: the run then gets its data as a clone alone does
+  (CI's main pass runs the suite so). Where no folder is found at all,
   a task with a ``Recipe`` builds its files from the public hub datasets on first use
   (``tasks.hubdata``; not with ``source=local``), and its examples carry the build's record.
 - Local files are read with ``datasets.load_dataset("json", data_files=...)`` (JSON arrays and
@@ -77,6 +79,7 @@ def origin_of(path: Path) -> dict[str, Any] | None:
 
 
 ENV_DATA_DIR = "REACT_BENCH_DATA_DIR"
+NO_DATA_DIR = "none"  # $REACT_BENCH_DATA_DIR=none: no prepared folder, not even a default one
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _DEFAULT_DIRS = (Path("data"), Path("..") / "shared" / "data")
 HUB_CONNECT_TIMEOUT_S = 3.0
@@ -100,6 +103,8 @@ def find_data_dir(setting: str | None = None) -> Path | None:
     """The data folder (module docstring); None when nothing is set and no default folder exists.
     ``DataUnavailableError`` when an explicitly set folder does not exist."""
     for explicit, what in ((setting, "data_dir"), (os.environ.get(ENV_DATA_DIR), ENV_DATA_DIR)):
+        if explicit and explicit.strip().lower() == NO_DATA_DIR and what == ENV_DATA_DIR:
+            return None
         if explicit:
             path = Path(explicit).expanduser()
             if not path.is_dir():
@@ -332,6 +337,17 @@ class HubSpec:
                 cache_dir=cache_dir,
             )
         return datasets.load_dataset(self.path, self.name, split=self.split, revision=revision, cache_dir=cache_dir)
+
+    def load_files(self, paths: list[Path], cache_dir: str | None = None) -> Any:
+        """The split from its files, downloaded already (``tasks.hubdata``), by their format."""
+        import datasets
+
+        builders = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
+        kinds = {builders.get(p.suffix) for p in paths}
+        if len(kinds) != 1 or None in kinds:
+            raise DataUnavailableError(f"{self}: files of no one readable format: {sorted(p.name for p in paths)}")
+        files = {self.split: [str(p) for p in paths]}
+        return datasets.load_dataset(kinds.pop(), data_files=files, split=self.split, cache_dir=cache_dir)
 
 
 def _hub_offline() -> bool:

@@ -17,6 +17,10 @@ Decisions a next engineer needs:
   ``HF_HUB_OFFLINE``) and the download's size is said (the hub's file listing). Offline, the
   build ends in a ``DataUnavailableError`` of one line (size, the variable to set); nothing is
   written.
+- Every file is downloaded by the project itself, bounded by the size the hub's listing gives and
+  a deadline for the whole transfer (``react_bench.download``), checked against the listing's
+  sha256 where it has one, then read by ``datasets`` from those local files (``HubSpec.load_files``):
+  a hub mirror that misbehaves costs at most the listed bytes.
 - Atomic and built once: the files are written in ``.tmp-<task>-<id>/`` beside the final folder,
   under a lock (``.<task>.lock``), and renamed into place after ``source.json``; a build killed
   half-way leaves only its temporary folder, which the next build removes. The downloads
@@ -44,6 +48,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, TextIO
 
+from react_bench.download import DownloadError, download
 from react_bench.paths import cache_dir
 from react_bench.redact import without_userinfo
 from react_bench.tasks.base import DataError
@@ -113,7 +118,7 @@ def _build(recipe: Recipe, tmp: Path, out: TextIO) -> None:
 
     api = HfApi(endpoint=os.environ.get("HF_ENDPOINT") or None)
     revisions: dict[HubSpec, str] = {}  # each split pinned to the commit its listing was read at
-    files: list[tuple[str, int]] = []
+    listed: dict[HubSpec, list[RepoFile]] = {}
     for spec in recipe.specs:
         try:
             revisions[spec] = api.dataset_info(spec.path, revision=spec.revision).sha or ""
@@ -121,9 +126,12 @@ def _build(recipe: Recipe, tmp: Path, out: TextIO) -> None:
             entries = api.list_repo_tree(
                 spec.path, path_in_repo=top, repo_type="dataset", revision=revisions[spec], recursive=True
             )
-            files += [(e.path, e.size) for e in entries if isinstance(e, RepoFile) and fnmatch(e.path, spec.pattern)]
+            listed[spec] = [e for e in entries if isinstance(e, RepoFile) and fnmatch(e.path, spec.pattern)]
         except Exception as err:  # noqa: BLE001 - auth, a missing repository or revision, the network
             raise DataUnavailableError(f"{recipe.task}: {spec}: {_one_line(err)}") from None
+        if not listed[spec]:
+            raise DataUnavailableError(f"{recipe.task}: {spec}: the hub lists no file {spec.pattern}")
+    files = [(e.path, e.size) for entries in listed.values() for e in entries]
     total = sum(size for _, size in files)
     print(
         f"{recipe.task}: no data folder; building the offline data from the Hugging Face hub "
@@ -133,13 +141,15 @@ def _build(recipe: Recipe, tmp: Path, out: TextIO) -> None:
     )
     loaded = []
     for spec in recipe.specs:
+        paths = [_fetch(api.endpoint, spec, revisions[spec], entry, tmp / ".hub") for entry in listed[spec]]
         try:
-            loaded.append(spec.load(cache_dir=str(tmp / ".hf"), revision=revisions[spec]))
-        except Exception as err:  # noqa: BLE001 - datasets wraps network and format errors in many types
+            loaded.append(spec.load_files(paths, cache_dir=str(tmp / ".hf")))
+        except Exception as err:  # noqa: BLE001 - datasets wraps format errors in many types
             raise DataUnavailableError(f"{recipe.task}: {spec}: {_one_line(err)}") from None
     counts = recipe.write(loaded, tmp)
     del loaded
     shutil.rmtree(tmp / ".hf", ignore_errors=True)  # what stays is the built files
+    shutil.rmtree(tmp / ".hub", ignore_errors=True)
     missing = sorted({rel for rel in recipe.files.values() if not (tmp / rel).is_file()})
     if missing:
         raise DataError(f"{recipe.task}: the build wrote no {', '.join(missing)}")
@@ -153,6 +163,35 @@ def _build(recipe: Recipe, tmp: Path, out: TextIO) -> None:
         "build_version": BUILD_VERSION,
     }
     (tmp / SOURCE_JSON).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+
+
+def _fetch(endpoint: str, spec: HubSpec, revision: str, entry: Any, folder: Path) -> Path:
+    """One listed file of ``spec`` at ``revision``, bounded by the listing's size and the download
+    deadline (``react_bench.download``), checked against the listing's sha256 where it gives one
+    (the hub's LFS files)."""
+    from urllib.parse import quote
+
+    from huggingface_hub.utils import build_hf_headers
+
+    dest = folder / spec.path / entry.path
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    url = f"{endpoint.rstrip('/')}/datasets/{spec.path}/resolve/{quote(revision, safe='')}/{quote(entry.path)}"
+    label = f"{spec.path}/{entry.path}"
+    try:
+        got = download(url, dest, label=label, size=int(entry.size), headers=build_hf_headers())
+    except DownloadError as err:
+        raise DataUnavailableError(
+            f"{spec}: {err}; set REACT_BENCH_DATA_DIR (or data_dir) to a prepared data folder, or HF_ENDPOINT to a "
+            "reachable hub mirror"
+        ) from None
+    pinned = getattr(getattr(entry, "lfs", None), "sha256", None)
+    if got.size != int(entry.size) or (pinned and got.sha256 != pinned):
+        raise DataUnavailableError(
+            f"{spec}: {label} from {without_userinfo(endpoint)} is not the file the hub lists ({int(entry.size):,} "
+            f"bytes{', sha256 ' + pinned[:12] + '...' if pinned else ''}; what came back: {got.seen}); "
+            "set HF_ENDPOINT to a reachable hub mirror"
+        )
+    return dest
 
 
 def _mb(size: int) -> str:
