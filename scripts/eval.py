@@ -20,7 +20,7 @@ import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 GROUPS = tuple(sorted(p.name for p in CONFIGS.iterdir() if p.is_dir()))  # every config group, context included
@@ -191,6 +191,66 @@ def check_known_keys(argv: list[str]) -> None:
         fail(f"{key}={value}: no such setting{f' (did you mean {close[0]}?)' if close else ''}; --help lists them")
 
 
+def _group_keys(group: str, choice: str) -> dict:
+    """The settings a group's choice has: its file's keys, with eval.yaml's own block of that name
+    (composed over it) and, for a model, the model spec's own settings (``spec_overrides``)."""
+    import dataclasses
+
+    import yaml
+
+    loaded = yaml.safe_load((CONFIGS / group / f"{choice}.yaml").read_text(encoding="utf-8")) or {}
+    keys = {k: v for k, v in loaded.items() if k != "defaults"} if isinstance(loaded, dict) else {}
+    top = yaml.safe_load((CONFIGS / "eval.yaml").read_text(encoding="utf-8")).get(group)
+    if isinstance(top, dict):
+        keys |= top
+    if group == "model":
+        from react_bench.models.stack import ModelSpec
+
+        for own in dataclasses.fields(ModelSpec):
+            keys.setdefault(own.name, None)
+    return keys
+
+
+def check_group_keys(argv: list[str]) -> None:
+    """A key a group or a settings section does not have (``mode.kk=2``, ``lats.nn=2``, also with
+    ``+``) is one line naming it and the group's nearest keys (Hydra would answer "not in struct",
+    or with ``+`` add a key nothing reads). The group's choice is the command's (or the resumed
+    run's, in ``argv`` first), else eval.yaml's default; with an experiment, whose file may choose
+    another, a group the command does not choose is left to Hydra."""
+    import difflib
+
+    import yaml
+
+    composed = yaml.safe_load((CONFIGS / "eval.yaml").read_text(encoding="utf-8"))
+    defaults = {k: v for d in composed["defaults"] if isinstance(d, dict) for k, v in d.items()}
+    chosen = {a.split("=", 1)[0]: a.split("=", 1)[1] for a in argv if a.split("=", 1)[0] in GROUPS and "=" in a}
+    experiment = any(a.lstrip("+").startswith("experiment=") for a in argv)
+    for arg in argv:
+        key, _, value = arg.lstrip("+~").partition("=")
+        head, _, rest = key.partition(".")
+        if arg.startswith(("++", "~")) or "=" not in arg or not rest or "/" in key or head == "hydra":
+            continue
+        if head in GROUPS:
+            if head not in chosen and experiment:
+                continue
+            choices = [c for c in str(chosen.get(head, defaults.get(head)) or "").split(",") if c]
+            files = [c for c in choices if (CONFIGS / head / f"{c}.yaml").is_file()]  # (an installed mode has none)
+            tables = [(f"{head}={c}", _group_keys(head, c)) for c in files]
+        elif isinstance(composed.get(head), dict):
+            tables = [(head, composed[head])]
+        else:
+            continue
+        for owner, table in tables:
+            node: Any = table
+            for part in rest.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    known = sorted(node) if isinstance(node, dict) else []
+                    near = difflib.get_close_matches(part, known, n=3, cutoff=0.4) or known[:8]
+                    hint = f"; nearest: {', '.join(near)}" if near else ""
+                    fail(f"{arg}: {owner} has no setting {part!r}{hint} (--help lists the settings)")
+                node = node[part]
+
+
 def interrupted(run_dir: Path | None, code: int = 130, what: str = "interrupted") -> NoReturn:
     """Ctrl-C (130) or SIGTERM (143): say what was kept and how to resume, then exit at once.
     Finished examples are already on disk (fsynced as each finishes); a native call still running
@@ -317,7 +377,8 @@ if __name__ == "__main__":
     # then; standard streams are flushed by the interpreter whatever the collector does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
-    check_group_choices(sys.argv[1:], store_installed_modes(sys.argv[1:]))
+    installed = store_installed_modes(sys.argv[1:])
+    check_group_choices(sys.argv[1:], installed)
     if "experiment=paper" in sys.argv[1:]:  # every part of the paper, one run after another (or priced)
         from react_bench.paper import main as paper
 
@@ -325,5 +386,6 @@ if __name__ == "__main__":
     check_selection_keys(sys.argv[1:])
     check_known_keys(sys.argv[1:])
     RECORDED[:] = recorded_choices(sys.argv[1:])
+    check_group_keys(RECORDED + sys.argv[1:])
     sys.argv[1:] = RECORDED + spec_overrides(sys.argv[1:]) + shared_rounds(sys.argv[1:])
     main()

@@ -227,3 +227,21 @@ def test_the_react_bench_command_runs_the_scripts_with_their_own_exit_codes(tmp_
     assert unknown.returncode == 2 and "no such command" in unknown.stderr and "compare" in unknown.stderr
     listed = react_bench("--help")
     assert listed.returncode == 0 and all(f"  {c} " in listed.stdout for c in ("eval", "compare", "export"))
+
+
+def test_a_key_a_group_does_not_have_is_one_line_naming_the_nearest(tmp_path):
+    cases = [
+        (["mode=best_of_k", "mode.kk=2"], "mode=best_of_k has no setting 'kk'", "nearest: k"),
+        (["mode=best_of_k", "+mode.kk=2"], "mode=best_of_k has no setting 'kk'", "nearest: k"),
+        (["lats.nn=2"], "lats has no setting 'nn'", "nearest: n"),
+        (["task=webshop", "webshop.ulr=x"], "webshop has no setting 'ulr'", "nearest: url"),
+        (["model.max_retrys=3"], "model=local has no setting 'max_retrys'", "max_retries"),
+    ]
+    for args, says, near in cases:
+        result = eval_py(*args, f"results_dir={tmp_path}")
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 2 and len(lines) == 1, result.stderr[-2000:]
+        assert says in lines[0] and near in lines[0] and args[-1] in lines[0], lines[0]
+    assert not any(tmp_path.iterdir())  # nothing written
+    ok = eval_py("mode=best_of_k", "mode.k=2", "model.max_retries=1", "dry_run=true", f"results_dir={tmp_path}")
+    assert ok.returncode == 0, ok.stderr[-2000:]
