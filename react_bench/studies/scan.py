@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,16 +53,6 @@ class RunScan:
     records: int = 0
     pages: int = 0  # report pages written (0: none)
     side: str | None = None  # the report folder the pages were written for
-
-    def lines(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """The first attempts' lines of ``ids``, read where they start (not the whole file)."""
-        wanted = sorted((self.offsets[i], i) for i in set(ids) if i in self.offsets)
-        out: dict[str, dict[str, Any]] = {}
-        with (self.run_dir / "examples.jsonl").open("rb") as f:
-            for offset, example_id in wanted:
-                f.seek(offset)
-                out[example_id] = ExampleRecord.from_dict(json.loads(f.readline())).to_dict()
-        return out
 
 
 _SCANS: dict[tuple[str, str | None], tuple[tuple[int, int], RunScan]] = {}

@@ -5,13 +5,15 @@ stored CoT-SC samples, tokens per step."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from react_bench.methods.core import majority_vote
 from react_bench.methods.registry import find_method
 from react_bench.metrics import detectable_paired
+from react_bench.record import ExampleRecord
 from react_bench.studies.runs import run_label
 from react_bench.studies.scan import scan
 
@@ -104,30 +106,35 @@ def comparable_pairs(runs: Any) -> list[tuple[Any, Any]]:
     ]
 
 
-def question_diff(a_dir: Path, b_dir: Path) -> list[dict[str, Any]]:
+def question_diff(a_dir: Path, b_dir: Path) -> Iterator[dict[str, Any]]:
     """The examples two runs over the same ids got differently (right in one, wrong in the other),
     first attempts, in B's order, with both answers, the gold and where each trajectory lies (the
-    run folder and the id). Only the lines of the changed examples are read back (``RunScan.lines``)."""
+    run folder and the id), one at a time: only the two lines of each changed example are read
+    (where ``RunScan.offsets`` says they start), and none is kept, so a diff of any size runs in
+    the memory of one example."""
     sa, sb = scan(a_dir), scan(b_dir)
-    changed = [i for i, right in sb.first.items() if i in sa.first and sa.first[i] != right]
-    a_lines, b_lines = sa.lines(changed), sb.lines(changed)
-    out = []
-    for example_id in changed:
-        a, b = a_lines[example_id], b_lines[example_id]
-        out.append(
-            {
+    with (a_dir / "examples.jsonl").open("rb") as fa, (b_dir / "examples.jsonl").open("rb") as fb:
+        for example_id, right in sb.first.items():
+            if example_id not in sa.first or sa.first[example_id] == right:
+                continue
+            a, b = _line_at(fa, sa.offsets[example_id]), _line_at(fb, sb.offsets[example_id])
+            yield {
                 "id": example_id,
-                "question": b["question"],
-                "gold": b["gold"],
-                "a_prediction": a["prediction"],
-                "a_correct": a["correct"],
-                "b_prediction": b["prediction"],
-                "b_correct": b["correct"],
+                "question": b.question,
+                "gold": b.gold,
+                "a_prediction": a.prediction,
+                "a_correct": a.correct,
+                "b_prediction": b.prediction,
+                "b_correct": b.correct,
                 "a_trajectory": f"{a_dir}/examples.jsonl#{example_id}",
                 "b_trajectory": f"{b_dir}/examples.jsonl#{example_id}",
             }
-        )
-    return out
+
+
+def _line_at(handle: BinaryIO, offset: int) -> ExampleRecord:
+    """The record whose line starts at ``offset`` (read as any record is: old ones upgraded)."""
+    handle.seek(offset)
+    return ExampleRecord.from_dict(json.loads(handle.readline()))
 
 
 def paired_bootstrap(xa: Any, xb: Any, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:

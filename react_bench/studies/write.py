@@ -137,20 +137,26 @@ def diff_markdown(runs: Any, csv_path: Path | None = None) -> str:
         table = csv.writer(f)
         table.writerow(columns)
         for a, b in pairs:
-            changed = question_diff(Path(a.run_dir), Path(b.run_dir))
-            more = len(changed) - DIFF_ROWS
+            shown: list[dict[str, Any]] = []
+            count = 0  # the diff streams to diff.csv; only the rows shown here are kept
+            for c in question_diff(Path(a.run_dir), Path(b.run_dir)):
+                table.writerow([a.task, a.run_id, b.run_id, *(c[k] for k in columns[3:])])
+                count += 1
+                if len(shown) < DIFF_ROWS:
+                    shown.append(c)
+            more = count - DIFF_ROWS
             lines += [
                 f"## {a.task}: A = {run_label(a)}, B = {run_label(b)}",
                 "",
-                f"{len(changed)} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
+                f"{count} of {a.n} questions changed; trajectories: A {a.run_dir}, B {b.run_dir} "
                 "(examples.jsonl, by id)."
                 + (f" The first {DIFF_ROWS} below; every one in diff.csv." if more > 0 else ""),
                 "",
             ]
-            if changed:
+            if shown:
                 lines += ["| id | question | gold | A answer | B answer |", "| --- | --- | --- | --- | --- |"]
                 mark = {True: "right", False: "wrong"}
-                for c in changed[:DIFF_ROWS]:
+                for c in shown:
                     lines.append(
                         f"| {c['id']} | {md_cell(c['question'])} | {md_cell(c['gold'])} | "
                         f"{md_cell(c['a_prediction'])} ({mark[c['a_correct']]}) | "
@@ -159,8 +165,6 @@ def diff_markdown(runs: Any, csv_path: Path | None = None) -> str:
                 if more > 0:
                     lines.append(f"| ... | {more} more in diff.csv | | | |")
                 lines.append("")
-            for c in changed:
-                table.writerow([a.task, a.run_id, b.run_id, *(c[k] for k in columns[3:])])
     if not pairs:
         lines.append("(no two runs share a task and example ids)")
     return "\n".join(lines) + "\n"
