@@ -75,21 +75,32 @@ class HostileHost:
             self._count(len(SIGN_IN))
             return Response(SIGN_IN, media_type="text/html; charset=utf-8")
         if self.kind == "drip":
-            return StreamingResponse(self._drip(), media_type="text/plain; charset=utf-8")
+            return StreamingResponse(self._drip(request), media_type="text/plain; charset=utf-8")
         headers = {"Content-Length": str(ANNOUNCED)} if self.kind == "huge" else {}
-        return StreamingResponse(self._zeros(), media_type="text/plain; charset=utf-8", headers=headers)
+        return StreamingResponse(self._zeros(request), media_type="text/plain; charset=utf-8", headers=headers)
 
-    async def _zeros(self) -> AsyncIterator[bytes]:
+    async def _zeros(self, request: Request) -> AsyncIterator[bytes]:
         block = b"0" * BLOCK
         for _ in range(ANNOUNCED // BLOCK):
+            if await _gone(request):
+                return
             self._count(len(block))
             yield block
 
-    async def _drip(self) -> AsyncIterator[bytes]:
-        while True:
+    async def _drip(self, request: Request) -> AsyncIterator[bytes]:
+        while not await _gone(request):
             self._count(1)
             yield b"#"
             await asyncio.sleep(self.interval_s)
+
+
+async def _gone(request: Request) -> bool:
+    """Whether the client has hung up (the stream then stops: what a real host does)."""
+    try:
+        async with asyncio.timeout(0.001):
+            return await request.is_disconnected()
+    except TimeoutError:
+        return False
 
 
 def main() -> None:
