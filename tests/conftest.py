@@ -81,6 +81,14 @@ def pytest_configure(config: pytest.Config) -> None:
         DATA.update(kind="generated", folder=folder)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test of the prepared folder's own layout (``prepared_dir``) is marked ``prepared``: CI runs
+    the suite as a clone alone first, then these with the prepared folder (``-m prepared``)."""
+    for item in items:
+        if "prepared_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.prepared)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     what = "the prepared folder" if DATA["kind"] == "prepared" else "generated from SynthWiki (no prepared folder)"
     return f"data: {what} {DATA['folder']}; the authors' files from {upstream.base_url()}"

@@ -215,3 +215,37 @@ def test_the_stand_in_answers_as_the_hub_does(tmp_path, hub) -> None:
     part = httpx2.get(head.headers["location"], headers={"Range": "bytes=4-11"})
     assert part.status_code == 206 and len(part.content) == 8
     assert part.headers["content-range"] == f"bytes 4-11/{size}"
+
+
+def test_no_data_dir_means_no_prepared_folder_not_even_a_default(tmp_path, monkeypatch) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("REACT_BENCH_DATA_DIR", "none")
+    assert task_data.find_data_dir(None) is None  # ./data is there, and not used
+    assert task_data.find_data_dir(str(tmp_path / "data")) == (tmp_path / "data").resolve()  # data_dir= still is
+    monkeypatch.delenv("REACT_BENCH_DATA_DIR")
+    assert task_data.find_data_dir(None) == (tmp_path / "data").resolve()
+
+
+def test_the_hub_ci_serves_from_a_prepared_folder_builds_both_tasks_data(prepared_dir, tmp_path, monkeypatch) -> None:
+    """CI's main pass (.ci/run): the hub stand-in over the prepared folder's copies, and a task's first
+    build from it as a user's clone makes it (bounded downloads, then datasets over the local files)."""
+    from react_bench.tasks import fever, hotpotqa
+    from react_bench.testing.hub_server import repos_from_prepared
+
+    repos = repos_from_prepared(prepared_dir, tmp_path / "hub")
+    monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
+    with HubStandIn(repos) as hub:
+        monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
+        hot = hotpotqa.RECIPE.build()
+        fev = fever.RECIPE.build()
+        sent = hub.downloads()
+    prepared = json.loads((prepared_dir / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text())
+    built = json.loads((hot / hotpotqa.RECIPE.files["wiki"]).read_text())
+    assert [r["_id"] for r in built] == [r["_id"] for r in prepared]
+    assert [r["context"] for r in built] == [r["context"] for r in prepared]
+    claims = (fev / fever.RECIPE.files["offline"]).read_text().splitlines()
+    assert len(claims) == len((prepared_dir / "fever" / "paper_test_with_evidence.jsonl").read_text().splitlines())
+    assert (fev / fever.RECIPE.files["wiki"]).stat().st_size > 0
+    resolved = sorted(p.rsplit("/", 1)[1] for p in sent if "/resolve/" in p)  # (each redirected once to the CDN)
+    assert resolved == ["0000.parquet", "0000.parquet", "validation-00000-of-00001.parquet"]  # one file a split

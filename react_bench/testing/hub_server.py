@@ -411,17 +411,46 @@ def write_fever_repo(claims: list[dict[str, Any]], pages: list[dict[str, Any]], 
     return {"main": main, "refs/convert/parquet": export}
 
 
+def repos_from_prepared(data_dir: Path, folder: Path) -> dict[str, Path | dict[str, Path]]:
+    """``hotpotqa/hotpot_qa`` and ``fever/fever`` in the hub's layouts, written under ``folder``
+    from a prepared data folder's copies: HotpotQA's distractor questions with their paragraphs
+    (validation) and its train questions (train); FEVER's claims with gold evidence and their
+    pages. What a CI run serves so that a task's first run downloads as a user's clone does."""
+    import json
+
+    hotpot = data_dir / "hotpotqa"
+    train_file = hotpot / "hotpot_train_distractor_200.json"
+    records = json.loads((hotpot / "hotpot_dev_distractor_685.json").read_text(encoding="utf-8"))
+    train = json.loads(train_file.read_text(encoding="utf-8")) if train_file.is_file() else None
+    with (data_dir / "fever" / "paper_test_with_evidence.jsonl").open(encoding="utf-8") as f:
+        claims = [json.loads(line) for line in f if line.strip()]
+    claims = [{"id": c["id"], "label": c["label"], "claim": c["question"], "evidence": c["evidence"]} for c in claims]
+    with (data_dir / "fever" / "wiki_pages_evidence_subset.jsonl").open(encoding="utf-8") as f:
+        pages = [{k: p[k] for k in ("id", "text", "lines")} for p in map(json.loads, f) if p]
+    return {
+        "hotpotqa/hotpot_qa": write_hotpotqa_repo(records, folder / "hotpot_qa", train),
+        "fever/fever": dict(write_fever_repo(claims, pages, folder / "fever")),
+    }
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("repos", nargs="+", help="owner/name=folder, or owner/name@ref=folder for another ref")
+    parser.add_argument(
+        "--prepared", type=Path, help="a prepared data folder: serve hotpotqa/hotpot_qa and fever/fever made from it"
+    )
+    parser.add_argument("repos", nargs="*", help="owner/name=folder, or owner/name@ref=folder for another ref")
     args = parser.parse_args(argv)
     repos: dict[str, Path | dict[str, Path]] = {}
+    if args.prepared is not None:
+        import tempfile
+
+        repos |= repos_from_prepared(args.prepared, Path(tempfile.mkdtemp(prefix="react-bench-hub-")))
     for spec in args.repos:
         repo, folder = spec.split("=", 1)
         name, _, ref = repo.partition("@")
         refs = repos.setdefault(name, {})
-        assert isinstance(refs, dict)
+        assert isinstance(refs, dict), f"{name} is served from --prepared already"
         refs[ref or "main"] = Path(folder)
     hub = HubStandIn(repos, port=args.port).start()
     print(hub.endpoint, flush=True)
