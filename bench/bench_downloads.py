@@ -96,8 +96,12 @@ def checks_of(result: dict[str, Any]) -> list[dict[str, Any]]:
                 f"<= {GOALS['read_mb']:.0f}",
                 r["read_bytes"] <= GOALS["read_mb"] * 1e6,
             ),
-            check(f"{k}: one line naming the file and the variable, no traceback", r["one_line"], "true",
-                  r["one_line"] and r["names_file_and_variable"]),  # fmt: skip
+            check(
+                f"{k}: one line naming the file and the variable, no traceback",
+                r["one_line"],
+                "true",
+                r["one_line"] and r["names_file_and_variable"],
+            ),  # fmt: skip
             check(f"{k}: files left in the cache", r["left_in_cache"], "0", r["left_in_cache"] == 0),
         ]
     return checks
