@@ -67,7 +67,8 @@ def run_against(kind: str, data: Path) -> dict[str, Any]:
     said = errors[0] if errors else ""
     cut = re.search(r"stopped reading at ([\d,]+)", said)
     came = re.search(r"\(([\d,]+) bytes came", said) or re.search(r", ([\d,]+) bytes: ", said)
-    read = int((cut or came).group(1).replace(",", "")) if (cut or came) else 0  # "nothing was read": 0
+    found = cut or came
+    read = int(found.group(1).replace(",", "")) if found is not None else 0  # "nothing was read": 0
     upstream = work / "cache" / "upstream"  # (the cache also holds the wiki built from data_dir)
     left = [p for p in upstream.rglob("*") if p.is_file()] if upstream.is_dir() else []
     return {
