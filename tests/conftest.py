@@ -81,12 +81,30 @@ def pytest_configure(config: pytest.Config) -> None:
         DATA.update(kind="generated", folder=folder)
 
 
+# CI's two passes (.ci/run): the first, as a clone alone, lists here the tests it skipped for want of
+# data ("needs ..."); the second, with the prepared folder, runs those and the ones marked ``prepared``
+ENV_SKIPPED = "REACT_BENCH_SKIPPED_FOR_DATA"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test of the prepared folder's own layout (``prepared_dir``) is marked ``prepared``: CI runs
-    the suite as a clone alone first, then these with the prepared folder (``-m prepared``)."""
+    """A test of the prepared folder's own layout (``prepared_dir``) is marked ``prepared``, and so is
+    one the clone-alone pass skipped for want of a file only a prepared folder has (``ENV_SKIPPED``):
+    CI runs the suite as a clone alone first, then these with the prepared folder (``-m prepared``)."""
+    listed = os.environ.get(ENV_SKIPPED, "")
+    skipped = set(Path(listed).read_text(encoding="utf-8").split()) if listed and Path(listed).is_file() else set()
     for item in items:
-        if "prepared_dir" in getattr(item, "fixturenames", ()):
+        if "prepared_dir" in getattr(item, "fixturenames", ()) or item.nodeid in skipped:
             item.add_marker(pytest.mark.prepared)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In a pass that lists them (``ENV_SKIPPED``), each test skipped for want of data, by id."""
+    listed = os.environ.get(ENV_SKIPPED, "")
+    if listed and report.skipped and DATA.get("kind") == "generated":
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if "needs " in reason:
+            with open(listed, "a", encoding="utf-8") as f:
+                f.write(report.nodeid + "\n")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
