@@ -588,7 +588,9 @@ class RoundBatcher(ModelLayer):
 
     def record_batch(self, batch_id: str, round_no: int, chunk: list[tuple[str, _Waiting]]) -> None:
         """This run's requests of a batch just made, in batches.json before anything else: a crash
-        loses no batch (a batch the study shares is listed in each run's file with its own requests)."""
+        loses no batch (a batch the study shares is listed in each run's file with its own requests).
+        The one window: a kill after the API made the batch and before every run's file lists it (a few
+        small file writes) leaves those requests unlisted, and the next session sends them again."""
         entry: dict[str, Any] = {
             "id": batch_id,
             "round": round_no,
