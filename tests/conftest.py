@@ -91,7 +91,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     one the clone-alone pass skipped for want of a file only a prepared folder has (``ENV_SKIPPED``):
     CI runs the suite as a clone alone first, then these with the prepared folder (``-m prepared``)."""
     listed = os.environ.get(ENV_SKIPPED, "")
-    skipped = set(Path(listed).read_text(encoding="utf-8").split()) if listed and Path(listed).is_file() else set()
+    skipped = set(Path(listed).read_text(encoding="utf-8").splitlines()) if listed and Path(listed).is_file() else set()
     for item in items:
         if "prepared_dir" in getattr(item, "fixturenames", ()) or item.nodeid in skipped:
             item.add_marker(pytest.mark.prepared)

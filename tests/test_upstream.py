@@ -216,7 +216,7 @@ def test_the_manifest_pins_every_file_by_commit_and_sha256() -> None:
 
 def test_a_prepared_folders_copies_are_the_pinned_bytes() -> None:
     if DATA["kind"] != "prepared":
-        pytest.skip("no prepared data folder (REACT_BENCH_DATA_DIR) to hold to the pins")
+        pytest.skip("needs a prepared data folder (REACT_BENCH_DATA_DIR) to hold to the pins")
     checked = [name for name, f in upstream.files().items() if f.prepared and (DATA["folder"] / f.prepared).is_file()]
     assert checked, "the prepared folder holds none of the pinned files"
     for name in checked:
