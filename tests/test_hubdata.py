@@ -227,9 +227,11 @@ def test_no_data_dir_means_no_prepared_folder_not_even_a_default(tmp_path, monke
     assert task_data.find_data_dir(None) == (tmp_path / "data").resolve()
 
 
-def test_the_hub_ci_serves_from_a_prepared_folder_builds_both_tasks_data(prepared_dir, tmp_path, monkeypatch) -> None:
-    """CI's main pass (.ci/run): the hub stand-in over the prepared folder's copies, and a task's first
-    build from it as a user's clone makes it (bounded downloads, then datasets over the local files)."""
+def test_the_hub_ci_serves_from_a_prepared_folder_builds_both_tasks_data(data_dir, tmp_path, monkeypatch) -> None:
+    """CI's main pass (.ci/run): the hub stand-in over a data folder's copies (the session's: prepared, or
+    generated on a clone alone), and a task's first build from it as a user's clone makes it (bounded
+    downloads, then datasets over the local files)."""
+    prepared_dir = data_dir
     from react_bench.tasks import fever, hotpotqa
     from react_bench.testing.hub_server import repos_from_prepared
 
