@@ -148,7 +148,8 @@ def test_the_study_budget_stops_its_rounds_and_the_study_goes_on_with_more(tmp_p
         base = study_args(server, tmp_path / "r", "batch=true", "batch_poll_s=0.1", "run_id=budgeted")
         stopped = subprocess.run([*base, "max_cost_usd=0.001"], env=env, capture_output=True, text=True)
         assert stopped.returncode == 0, stopped.stderr[-3000:]
-        assert "would pass the study's budget" in stopped.stdout and len(server.batches) == 1
+        assert "would pass the study's budget" in stopped.stdout, stopped.stdout[-4000:]
+        assert len(server.batches) == 1, stopped.stdout[-4000:]
         unfinished = {k: len(predictions(d)) for k, d in runs_of(tmp_path / "r").items()}
         assert any(n < N for n in unfinished.values())  # the agents' runs waited on a second round
         more = subprocess.run([*base, "max_cost_usd=100"], env=env, capture_output=True, text=True)

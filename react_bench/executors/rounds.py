@@ -339,10 +339,15 @@ class Rounds:
         )
 
     def _over_budget(self, waiting: _Waiting, queue: dict[str, _Waiting]) -> bool:
-        """The request's run has stopped for its budget, or the study's budget stops every round."""
+        """The study's budget stops every round, or the request's run has stopped for its own. The
+        study's is asked first: it is the stricter, and which run asked a shared request first (and
+        so whose own budget it meets) is an accident of timing that must not decide the line said."""
         member = waiting.owner
-        if member.over_budget(sum(1 for w in queue.values() if w.owner is member), self.rounds):
+        if self._study_over_budget(queue):
             return True
+        return member.over_budget(sum(1 for w in queue.values() if w.owner is member), self.rounds)
+
+    def _study_over_budget(self, queue: dict[str, _Waiting]) -> bool:
         if self.max_cost_usd is None or self._stopped is not None:
             return self._stopped is not None
         every = [*self.members, *self._left]  # a run that has ended spent too
