@@ -67,6 +67,7 @@ class RunResult:
     run_dir: Path
     summary: RunMetrics | None  # typed (None: a dry run, which writes dry_run.json instead)
     n_new: int
+    judged: Any = None  # judge=: what the judging did (grading.judge.Judged)
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -158,6 +159,10 @@ class Run:
                 "executor=ray builds the model on each worker from cfg.model; a client built by "
                 "the caller cannot be sent there (use executor=local)"
             )
+        if cfg.judge.kind == "judge" and not cfg.dry_run:  # a judge that cannot be asked: said before any example
+            from react_bench.grading.judge import check_judge
+
+            check_judge(cfg.judge)
         task = load_task(cfg.task.name)
         env = env_config(cfg, task)
         examples = task.examples(cfg.task, env)
@@ -294,6 +299,19 @@ class Run:
         over = len(budget.skipped) if budget is not None else 0
         metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
         rundir.write_json(run_dir / rundir.METRICS, metrics.to_dict())
+        if cfg.judge.kind is not None:  # the answers read a second time (grading.judge); metrics.json again
+            from react_bench.grading.judge import judge_run
+
+            judged = await judge_run(
+                run_dir,
+                cfg.judge,
+                batch=cfg.batch,
+                poll_s=cfg.batch_poll_s,
+                request_cache=cfg.request_cache,
+                out=self.out,
+            )
+            metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
+            return RunResult(run_dir, metrics, n_new, judged)
         return RunResult(run_dir, metrics, n_new)
 
     def attempts(self) -> list[Example]:
@@ -359,6 +377,12 @@ class Run:
             summary["batch"], line = batch_estimate(
                 self.solver, questions, self.model.name, caching=caching, minimum=minimum, long_cache=long_cache
             )
+            lines.append(line)
+        if cfg.judge.kind is not None:
+            from react_bench.grading.judge import estimate as judge_estimate
+
+            pairs = [(e.question, e.gold) for e in examples]
+            summary["judge"], line = judge_estimate(cfg.judge, pairs, batch=cfg.batch)
             lines.append(line)
         rundir.write_json(run_dir / "dry_run.json", summary)
         lines.append(f"first request: {run_dir / 'dry_run_request.json'}")

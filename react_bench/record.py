@@ -615,6 +615,9 @@ class RunMetrics:
     # what any other method adds to the summary (Method.summarize), as plain JSON; "oracle_feedback": true
     # where the gold answer steered it
     method: Mapping[str, Any] | None = field(default=None, metadata=_json(omit=_when_none("method")))
+    # judge= (grading.judge): the second reading's counts (misses accepted, hits rejected, unjudged),
+    # who judged and its spend; its score is ``judged`` (a model) or ``rules`` (the heuristic) in ``scores``
+    judge: Mapping[str, Any] | None = field(default=None, metadata=_json(omit=_when_none("judge")))
 
     @property
     def oracle_feedback(self) -> bool:

@@ -95,6 +95,11 @@ class Summary:
         self.saved: float | None = 0.0
         self.groups: dict[str, dict[str, list[float]]] = {}
         self.attempts: dict[str, list[bool]] = {}  # id -> outcome per attempt (epochs > 1)
+        # judge= (grading.judge): the verdict file beside the run, and each record's key to join on
+        from react_bench.grading.judge import JUDGE_FILE, RULES_FILE
+
+        self.judge_file = next((f for f in (JUDGE_FILE, RULES_FILE) if (self.run_dir / f).is_file()), None)
+        self.keys: list[dict[str, Any]] = []
 
     def add(self, record: ExampleRecord, executed: Sequence[StepAction] | None = None) -> str:
         """Take one record in; returns its failure label (``executed``: its actions, when the
@@ -151,7 +156,26 @@ class Summary:
             self.attempts.setdefault(record.id, []).append(record.correct)
         if self._method is not None:
             self.kept.append(replace(record, trajectory=()))
+        if self.judge_file is not None:
+            self.keys.append({"id": record.id, "epoch": record.epoch})
         return label
+
+    def _judged(self) -> tuple[dict[str, Score], tuple[str, ...], dict[str, Any] | None]:
+        """The verdicts' score (``judged``, or ``rules`` for the heuristic), once every example has a
+        verdict line, and the ``judge`` block; nothing where the run was not judged."""
+        if self.judge_file is None:
+            return {}, (), None
+        from react_bench.grading.judge import RULES_FILE, summary, verdicts
+
+        lines = verdicts(self.run_dir, self.judge_file)
+        block = summary(self.keys, lines)
+        name = "rules" if self.judge_file == RULES_FILE else "judged"
+        block["metric"] = name
+        if block["unjudged"] or not self.keys:
+            return {}, (), block
+        hits = [float((lines[(k["id"], k["epoch"])].get("verdict")) == "CORRECT") for k in self.keys]
+        ci = score_ci(hits, seed=0)
+        return {name: Score(ci.mean, (ci.low, ci.high), ci.method)}, (name,), block
 
     def metrics(self) -> RunMetrics:
         run, info, n = self.run, self.info, self.n
@@ -162,6 +186,8 @@ class Summary:
         actions = self.acted["actions"]
         grounded_n = self.grounded_n
         extra = self._method.summarize(self.kept, run.config.get("solve") or {}) if self._method is not None else {}
+        judged, judged_names, judge_block = self._judged()
+        scores.update(judged)
         return RunMetrics(
             run_id=run.run_id,
             task=info.name,
@@ -171,8 +197,9 @@ class Summary:
             n=n,
             n_planned=run.n_examples * run.epochs,
             primary_metric=info.primary_metric,
-            metrics=tuple(info.metrics),
+            metrics=(*info.metrics, *judged_names),
             scores=scores,
+            judge=judge_block,
             fingerprint=run.fingerprint,
             protocol=run.protocol,
             endpoint=run.endpoint,

@@ -28,6 +28,7 @@ from typing import Any, Literal, cast, get_args
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError, check_known, settings_of
+from react_bench.grading.judge import JudgeSettings, check_task
 from react_bench.loop import LoopConfig
 from react_bench.methods.core import ModeSpec, SolveSettings
 from react_bench.methods.registry import get_method, methods, settle
@@ -111,6 +112,7 @@ class RunConfig:
     dry_run: bool = default("dry_run")  # no model call: the first request and the run's estimate (estimate.py)
     max_cost_usd: float | None = default("max_cost_usd")  # a budget: no example starts once it would be passed
     batch: bool = default("batch")  # every request through the Message Batches API, in rounds (executors/rounds.py)
+    judge: JudgeSettings = JudgeSettings()  # judge=: a second reading of the answers beside exact match (grading.judge)
     batch_poll_s: float = float(default("batch_poll_s"))
     request_cache: CacheMode = "on" if default("cache") is True else "off"  # `cache`: true | false | refresh
     executor: Executor = default("executor")  # local: this process | ray: the episodes on a Ray cluster
@@ -122,6 +124,7 @@ class RunConfig:
             object.__setattr__(self, "model", ModelSpec.from_mapping(self.model))
         info = task_info(self.task.name)  # the method's settings made whole and checked, once
         object.__setattr__(self, "solve", settle(self.solve, info.name, info.answers, info.protocol))
+        check_task(self.judge, info)
         if self.executor == "ray" and not get_method(self.solve.mode).distributable:
             raise ConfigError(
                 f"mode={self.solve.mode} with executor=ray: it keeps files of the run in the run's own process "
@@ -171,6 +174,7 @@ class RunConfig:
             request_cache=_cache_mode(cfg.get("cache", default("cache"))),
             dry_run=_bool(cfg, "dry_run"),
             batch=_bool(cfg, "batch"),
+            judge=JudgeSettings.from_mapping(cfg.get("judge")),
             batch_poll_s=float(cfg.get("batch_poll_s") or default("batch_poll_s")),
             max_cost_usd=_budget(cfg.get("max_cost_usd")),
             executor=_executor(cfg),
@@ -389,7 +393,7 @@ def _protocol_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInf
 # Settings of how a run is carried out, never of what it computes: a resume may change them.
 RUN_KEYS = frozenset(
     {"resume", "run_id", "run_dir", "results_dir", "retry_errors", "progress", "concurrency", "show", "cache"}
-    | {"dry_run", "max_cost_usd", "batch", "batch_poll_s", "executor", "ray"}
+    | {"dry_run", "max_cost_usd", "batch", "batch_poll_s", "executor", "ray", "judge"}
 )
 # Of those, how the run was started (batched or live, its budget, its concurrency): a resume goes on
 # as the run started unless this command line restates one (``resume=<dir>`` alone of a batched run

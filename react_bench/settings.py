@@ -33,6 +33,7 @@ SECTIONS = {
     "reflexion": "mode=reflexion (react_bench/methods/reflexion.py)",
     "lats": "mode=lats (react_bench/methods/lats.py: where each default comes from)",
     "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
+    "judge": "judge=<name> (react_bench/grading/judge.py): a second reading beside exact match; free-text tasks",
 }
 
 SETTINGS: tuple[Setting, ...] = (
@@ -183,6 +184,15 @@ SETTINGS: tuple[Setting, ...] = (
         "true: no model call; the first request (dry_run_request.json) and the estimated tokens and cost",
     ),
     Setting("max_cost_usd", None, "a budget in USD: no example starts once spend + in-flight estimates would pass it"),
+    Setting(
+        "judge.model",
+        None,
+        "judge=<configs/model name>: an LLM judges each answered miss (SimpleQA's grader) | rules (a heuristic, "
+        "no model) | null: exact match alone, the paper's",
+    ),
+    Setting("judge.all", False, "true: exact-match hits are sent to the judge too"),
+    Setting("judge.base_url", None, "the judge model's endpoint, where not its file's"),
+    Setting("judge.api_key_env", None, "the NAME of the variable holding the judge's key, where not its file's"),
     Setting("batch", False, "true: every model request through the Message Batches API in rounds, half price"),
     Setting("batch_poll_s", 30, "seconds between polls of a batch"),
     Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, overwrite"),

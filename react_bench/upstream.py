@@ -207,20 +207,37 @@ _WHAT_TO_SET = (
 
 
 def assigned_strings(source: str) -> Iterator[tuple[str, str]]:
-    """``(name, text)`` for each ``name = "text"`` at the top of Python ``source`` (parsed, never run)."""
+    """``(name, text)`` for each ``name = "text"`` at the top of Python ``source`` (parsed, never run);
+    ``name = "text".strip()`` (SimpleQA's grader template) too: the one method applied, as data."""
     try:
         tree = ast.parse(source)
     except SyntaxError:  # a notebook cell with shell or magic lines: no assignment read from it
         return
     for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            yield node.targets[0].id, node.value.value
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = _literal_text(node.value)
+            if value is not None:
+                yield node.targets[0].id, value
+
+
+_STRIPS = {"strip": str.strip, "lstrip": str.lstrip, "rstrip": str.rstrip}
+
+
+def _literal_text(node: ast.expr) -> str | None:
+    """A string literal, or one with ``.strip()`` / ``.lstrip()`` / ``.rstrip()`` (no argument) applied."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and not node.args
+        and not node.keywords
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _STRIPS
+        and isinstance(node.func.value, ast.Constant)
+        and isinstance(node.func.value.value, str)
+    ):
+        return _STRIPS[node.func.attr](node.func.value.value)
+    return None
 
 
 def sources_of(path: Path) -> Iterator[str]:

@@ -339,6 +339,23 @@ def main(cfg: DictConfig) -> None:
             file=sys.stderr,
         )
         sys.exit(0 if sweeping() else 3)  # a sweep goes on to its next job
+    if metrics.judge:
+        from react_bench.grading.judge import judge_line
+
+        print(judge_line(metrics))
+        if metrics.judge.get("unjudged"):
+            why = "; ".join(result.judged.errors) if result.judged is not None and result.judged.errors else "see above"
+            print(
+                f"\n{metrics.judge['unjudged']} example(s) not judged ({why}); nothing was guessed for them. "
+                f"Judge the rest with:\n  {PYTHON} scripts/judge.py {result.run_dir} judge={run_cfg.judge.model}",
+                file=sys.stderr,
+            )
+            sys.exit(0 if sweeping() else 3)
+
+
+def judge_choice(argv: list[str]) -> list[str]:
+    """``judge=<name>`` is ``judge.model=<name>`` (the judge block's other keys: judge.all=, ...)."""
+    return [f"judge.model={a.split('=', 1)[1]}" if a.startswith("judge=") else a for a in argv]
 
 
 RECORDED: list[str] = []  # the group choices taken from a resumed run (not the user's settings)
@@ -377,6 +394,7 @@ if __name__ == "__main__":
     # then; standard streams are flushed by the interpreter whatever the collector does.
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
+    sys.argv[1:] = judge_choice(sys.argv[1:])
     installed = store_installed_modes(sys.argv[1:])
     check_group_choices(sys.argv[1:], installed)
     if "experiment=paper" in sys.argv[1:]:  # every part of the paper, one run after another (or priced)

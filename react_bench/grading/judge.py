@@ -1,0 +1,536 @@
+"""A second reading of a run's free-text answers beside the paper's exact match: an LLM judge
+(``judge=<configs/model name>``) or the rule tier (``judge=rules``, a heuristic: ``grading.rules``).
+
+Decisions a next engineer needs:
+
+- **The prompt** is SimpleQA's published grader, ``GRADER_TEMPLATE`` of openai/simple-evals'
+  ``simpleqa_eval.py`` at ee3b031 (MIT), pinned in ``upstream.json`` and read as data (fetched on
+  first use, checksummed, cached: ``upstream.text``). It is filled exactly as SimpleQA fills it
+  (``str.format`` with ``question``, the gold as ``target``, ``predicted_answer``) and sent as one
+  user message. The reply is read strictly (``parse_verdict``): A / B / C (or the grade's own
+  word) alone; anything else is recorded as unreadable and counted, never guessed (SimpleQA's own
+  code takes the first A, B or C anywhere and falls back to C: this does not).
+- **What is asked**: an exact-match hit is CORRECT by rule without a call (``judge.all=true``
+  sends those too), an empty answer NOT_ATTEMPTED without a call; every other answer once.
+- **Where verdicts live**: ``judged.jsonl`` (the judge) or ``rules.jsonl`` (the heuristic) beside
+  ``examples.jsonl``, a line per example attempt: the verdict, how it was reached (``by``:
+  exact_match | empty | judge | rules), the judge as configured and the model the API reported,
+  the prompt's sha256, the request's key and its price. examples.jsonl is the episode's own record
+  and is never rewritten: a verdict is a second opinion on it, the same file whether the run was
+  judged as it ran (``judge=`` on eval.py) or afterwards (``scripts/judge.py``). One judge per
+  run folder: judging with another is refused in one line.
+- **Calls** go through the model's own stack (retries, rate limits) and the request cache, so a
+  second judging sends nothing; a replayed run (``model=replay``) takes the verdicts its cassette's
+  run holds for the same requests first. ``batch=true`` sends them through the provider's batch
+  API (half price), their answers stored in the request cache. A call that fails after its
+  retries leaves its example unjudged: nothing is invented, the count is reported, and the same
+  command judges the rest.
+- ``metrics.json`` gains ``judged`` (or ``rules``): the share of examples judged CORRECT, with its
+  interval, only once every example has a verdict line; and a ``judge`` block with the counts
+  (misses accepted, hits rejected, unreadable replies, examples left unjudged) and the spend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from react_bench.errors import ConfigError
+from react_bench.grading.rules import VERDICTS, Verdict, rules_verdict
+from react_bench.metrics import exact_match, normalize_answer
+from react_bench.models.base import ModelError, ModelRequest, generate
+from react_bench.types import Message, ModelResponse, Usage
+
+TEMPLATE = "simpleqa/grader_template"  # upstream.json's text
+JUDGE_FILE = "judged.jsonl"
+RULES_FILE = "rules.jsonl"
+LETTERS: dict[str, Verdict] = {"A": "CORRECT", "B": "INCORRECT", "C": "NOT_ATTEMPTED"}
+MAX_TOKENS = 16  # "Just return the letters": room for a letter and a little more, never an essay
+CONCURRENCY = 8  # judge calls at once (live)
+REPLY_KEPT = 200  # characters of an unreadable reply kept in its line
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """``judge.*`` of eval.yaml (``judge=<name>`` is ``judge.model=<name>``)."""
+
+    model: str | None = None  # a configs/model/<name> | rules | None: no judge
+    all: bool = False  # send exact-match hits too
+    base_url: str | None = None  # the judge model's endpoint, where not its file's
+    api_key_env: str | None = None  # the NAME of the variable holding its key, where not its file's
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any] | None) -> JudgeSettings:
+        values = dict(values or {})
+        model = values.get("model")
+        return cls(
+            model=None if model in (None, "", "none", "null") else str(model),
+            all=bool(values.get("all") or False),
+            base_url=None if values.get("base_url") is None else str(values["base_url"]),
+            api_key_env=None if values.get("api_key_env") is None else str(values["api_key_env"]),
+        )
+
+    @property
+    def kind(self) -> str | None:
+        """``rules`` (the heuristic), ``judge`` (a model), or None."""
+        if self.model is None:
+            return None
+        return "rules" if self.model == "rules" else "judge"
+
+    @property
+    def file(self) -> str:
+        return RULES_FILE if self.kind == "rules" else JUDGE_FILE
+
+    @property
+    def metric(self) -> str:
+        """Its score's name in metrics.json: ``rules`` (a heuristic) or ``judged``."""
+        return "rules" if self.kind == "rules" else "judged"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "all": self.all, "base_url": self.base_url, "api_key_env": self.api_key_env}
+
+
+def grader_template(out: TextIO | None = None) -> str:
+    from react_bench import upstream
+
+    return upstream.text(TEMPLATE, out)
+
+
+def fill(template: str, question: str, gold: str, prediction: str) -> str:
+    """SimpleQA's filling, exactly (``GRADER_TEMPLATE.format(question=, target=, predicted_answer=)``)."""
+    return template.format(question=question, target=gold, predicted_answer=prediction)
+
+
+def judge_request(prompt: str) -> ModelRequest:
+    return ModelRequest(messages=(Message.user(prompt),), max_tokens=MAX_TOKENS, temperature=0.0)
+
+
+def parse_verdict(reply: str) -> Verdict | None:
+    """A / B / C alone (a trailing period or colon allowed), or CORRECT / INCORRECT / NOT_ATTEMPTED
+    (NOT ATTEMPTED) alone; None for anything else: unreadable, never guessed."""
+    text = reply.strip().rstrip(".:").strip().strip('"').strip()
+    if text in LETTERS:
+        return LETTERS[text]
+    word = text.upper().replace(" ", "_")
+    return next((v for v in VERDICTS if v == word), None)
+
+
+def model_spec(settings: JudgeSettings) -> Any:
+    """The judge's ``ModelSpec``: configs/model/<name>.yaml with ``judge.base_url`` / ``judge.api_key_env``."""
+    import yaml
+
+    from react_bench.models.stack import ModelSpec
+    from react_bench.paths import CONFIGS
+
+    name = settings.model or ""
+    path = CONFIGS / "model" / f"{name}.yaml"
+    if not path.is_file():
+        choices = ", ".join(sorted(p.stem for p in (CONFIGS / "model").glob("*.yaml")))
+        raise ConfigError(f"judge={name}: no configs/model/{name}.yaml; one of rules, {choices}")
+    values = dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    if values.get("provider") in ("replay", "scripted"):
+        raise ConfigError(f"judge={name}: a judge is a model that answers (claude-*, openai, local), not {name}")
+    for key in ("base_url", "api_key_env"):
+        if getattr(settings, key) is not None:
+            values[key] = getattr(settings, key)
+    return ModelSpec.from_mapping(values)
+
+
+def check_judge(settings: JudgeSettings) -> None:
+    """Before a run: the judge's model file exists and its key's variable is set (one line, exit 2)."""
+    spec = model_spec(settings)
+    variable = spec.settings.get("api_key_env")
+    if variable and not os.environ.get(str(variable), "").strip():
+        raise ConfigError(
+            f"judge={settings.model}: the environment variable {variable} (its key) is not set; "
+            "judge.api_key_env names another"
+        )
+
+
+def check_task(settings: JudgeSettings, info: Any) -> None:
+    """A judge reads free-text answers (HotpotQA, synthwiki): one line for any other task."""
+    if settings.kind is not None and not info.grounded_answers:
+        raise ConfigError(
+            f"judge={settings.model}: task={info.name} is scored by labels or rewards, not free text; "
+            "a judge applies to hotpotqa and synthwiki"
+        )
+
+
+# ------------------------------------------------------------------------------------ verdict lines
+
+
+def verdict_lines(run_dir: Path, file: str = JUDGE_FILE) -> Iterator[dict[str, Any]]:
+    path = Path(run_dir) / file
+    if not path.is_file():
+        return
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:  # a line cut by a crash: that example is judged again
+                continue
+            if isinstance(row, dict) and isinstance(row.get("id"), str):
+                yield row
+
+
+def verdicts(run_dir: Path, file: str = JUDGE_FILE) -> dict[tuple[str, int], dict[str, Any]]:
+    """(id, epoch) -> its verdict line (the last, where a line was written twice)."""
+    return {(row["id"], int(row.get("epoch") or 1)): row for row in verdict_lines(run_dir, file)}
+
+
+def _append(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    if not rows:
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+# ------------------------------------------------------------------------------------ judging a run
+
+
+@dataclass
+class Judged:
+    """What one judging did: lines written, calls sent (live or batched), left unjudged."""
+
+    run_dir: Path
+    settings: JudgeSettings
+    written: int = 0
+    calls: int = 0
+    from_cache: int = 0
+    replayed: int = 0
+    unjudged: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Ask:
+    key: tuple[str, int]
+    record: Mapping[str, Any]
+    request: ModelRequest
+    request_key: str
+
+
+def _cassette_verdicts(run_dir: Path, file: str) -> dict[str, dict[str, Any]]:
+    """A replayed run: the verdicts its cassette's run holds, by request key."""
+    try:
+        config = json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("config") or {}
+    except (OSError, ValueError):
+        return {}
+    model = config.get("model") or {}
+    cassette = (model.get("settings") or {}).get("cassette") or model.get("cassette")
+    if not cassette:
+        return {}
+    source = Path(str(cassette)).parent
+    if source.resolve() == run_dir.resolve():
+        return {}
+    return {str(row.get("request")): row for row in verdict_lines(source, file) if row.get("request")}
+
+
+async def judge_run(
+    run_dir: Path,
+    settings: JudgeSettings,
+    *,
+    batch: bool = False,
+    poll_s: float = 30.0,
+    request_cache: str = "on",
+    out: TextIO | None = None,
+) -> Judged:
+    """Judge every example of ``run_dir`` that has no verdict yet (module docstring); then its
+    metrics.json is written again with the verdicts in it."""
+    from react_bench.results import iter_records
+
+    run_dir = Path(run_dir)
+    say: Callable[[str], None] = lambda line: print(line, file=out or sys.stdout, flush=True)  # noqa: E731
+    path = run_dir / settings.file
+    have = verdicts(run_dir, settings.file)
+    earlier = next(iter(have.values()), None)
+    if earlier is not None and settings.kind == "judge" and earlier.get("judge") not in (None, settings.model):
+        raise ConfigError(
+            f"{run_dir} was judged by judge={earlier.get('judge')}; one judge per run folder "
+            f"(remove {settings.file} to judge it with {settings.model} instead)"
+        )
+    done = Judged(run_dir, settings)
+    template = grader_template(out) if settings.kind == "judge" else ""
+    prompt_sha = hashlib.sha256(template.encode()).hexdigest() if template else None
+    stack = None
+    asks: list[_Ask] = []
+    rows: list[dict[str, Any]] = []
+    if settings.kind == "judge":
+        from react_bench.models import build_stack
+
+        spec = model_spec(settings)
+        stack = build_stack(spec, request_cache=request_cache, record=False)  # type: ignore[arg-type]
+    for record in iter_records(run_dir):
+        key = (str(record["id"]), int(record.get("epoch") or 1))
+        if key in have:
+            continue
+        prediction, gold = str(record.get("prediction") or ""), str(record.get("gold") or "")
+        base = {"id": key[0], "epoch": key[1], "em": bool(exact_match(prediction, gold))}
+        if settings.kind == "rules":
+            rows.append({**base, "verdict": rules_verdict(prediction, gold), "by": "rules"})
+        elif not normalize_answer(prediction):
+            rows.append({**base, "verdict": "NOT_ATTEMPTED", "by": "empty", "judge": settings.model})
+        elif base["em"] and not settings.all:
+            rows.append({**base, "verdict": "CORRECT", "by": "exact_match", "judge": settings.model})
+        else:
+            request = judge_request(fill(template, str(record.get("question") or ""), gold, prediction))
+            rkey = _request_key(stack, request)
+            asks.append(_Ask(key, record, request, rkey))
+    _append(path, rows)
+    done.written += len(rows)
+    if asks and stack is not None:
+        try:
+            replayed = _cassette_verdicts(run_dir, settings.file)
+            again = [a for a in asks if a.request_key in replayed]
+            _append(path, [{**replayed[a.request_key], "id": a.key[0], "epoch": a.key[1]} for a in again])
+            done.replayed, done.written = len(again), done.written + len(again)
+            todo = [a for a in asks if a.request_key not in replayed]
+            if todo:
+                say(
+                    f"judge: {len(todo)} answer(s) to {settings.model}"
+                    + (" in a batch (half price)" if batch else "")
+                    + f" (SimpleQA's grader; {len(rows) + len(again)} settled without a call)"
+                )
+            if batch and todo:
+                answers = await _batched(stack, todo, poll_s, say)
+            else:
+                answers = await _live(stack, todo)
+            lines = []
+            for ask in todo:
+                answer = answers.get(ask.request_key)
+                if isinstance(answer, tuple):
+                    response, cached, batched = answer
+                    lines.append(_judge_line(ask, response, settings, prompt_sha, cached=cached, batched=batched))
+                    done.calls += not cached
+                    done.from_cache += cached
+                else:
+                    done.unjudged += 1
+                    if answer and len(done.errors) < 3:
+                        done.errors.append(answer)
+            _append(path, lines)
+            done.written += len(lines)
+        finally:
+            await stack.aclose()
+    rewrite_metrics(run_dir)
+    return done
+
+
+def _request_key(stack: Any, request: ModelRequest) -> str:
+    from react_bench.models.cache import request_key
+
+    return request_key(stack.client, stack.client.name, request)
+
+
+def _judge_line(
+    ask: _Ask, response: ModelResponse, settings: JudgeSettings, prompt_sha: str | None, *, cached: bool, batched: bool
+) -> dict[str, Any]:
+    from react_bench.models.capabilities import cost_usd
+
+    reply = response.text
+    verdict = parse_verdict(reply)
+    price = None if cached else cost_usd(response.model or (settings.model or ""), response.usage)
+    row: dict[str, Any] = {
+        "id": ask.key[0],
+        "epoch": ask.key[1],
+        "em": bool(exact_match(str(ask.record.get("prediction") or ""), str(ask.record.get("gold") or ""))),
+        "verdict": verdict,
+        "by": "judge",
+        "judge": settings.model,
+        "model": response.model,
+        "prompt_sha256": prompt_sha,
+        "request": ask.request_key,
+        "usage": response.usage.to_dict(),
+        "cost_usd": None if price is None else (price * 0.5 if batched else price),
+        "cached": cached,
+    }
+    if verdict is None:
+        row["reply"] = reply[:REPLY_KEPT]
+    return row
+
+
+async def _live(stack: Any, todo: Sequence[_Ask]) -> dict[str, tuple[ModelResponse, bool, bool] | str]:
+    gate = asyncio.Semaphore(CONCURRENCY)
+    answers: dict[str, tuple[ModelResponse, bool, bool] | str] = {}
+
+    async def one(ask: _Ask) -> None:
+        async with gate:
+            cached = stack.cache is not None and stack.cache.mode == "on" and stack.cache.path(ask.request).is_file()
+            try:
+                answers[ask.request_key] = (await generate(stack.top, ask.request), cached, False)
+            except ModelError as exc:
+                answers[ask.request_key] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+    await asyncio.gather(*(one(a) for a in todo))
+    return answers
+
+
+async def _batched(
+    stack: Any, todo: Sequence[_Ask], poll_s: float, say: Callable[[str], None]
+) -> dict[str, tuple[ModelResponse, bool, bool] | str]:
+    """The requests not in the request cache in batches (the API's limits), polled until they
+    end; each answer stored in the request cache, as a batch round's are."""
+    from react_bench.executors.rounds import batch_client
+    from react_bench.models.cache import read_entry, write_entry
+    from react_bench.types import response_to_dict
+
+    cache, client = batch_client(stack)
+    answers: dict[str, tuple[ModelResponse, bool, bool] | str] = {}
+    send: dict[str, ModelRequest] = {}
+    for ask in todo:
+        stored = read_entry(cache.path(ask.request)) if cache.mode == "on" else None
+        if stored is not None:
+            answers[ask.request_key] = (stored, True, False)
+        else:
+            send[ask.request_key] = ask.request
+    items = list(send.items())
+    size = max(1, int(client.batch_limits[0]))
+    for start in range(0, len(items), size):
+        chunk = items[start : start + size]
+        try:
+            batch_id = await client.batch_create(chunk)
+            started = time.monotonic()
+            say(f"judge: batch {batch_id}: {len(chunk)} request(s)")
+            while True:
+                ended, _ = await client.batch_status(batch_id)
+                if ended:
+                    break
+                await asyncio.sleep(poll_s)
+            results = await client.batch_results(batch_id, {cid: client.batch_stops(r) for cid, r in chunk})
+            say(f"judge: batch {batch_id}: answered in {time.monotonic() - started:.1f} s")
+        except ModelError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            answers.update({cid: reason for cid, _ in chunk})
+            continue
+        for cid, request in chunk:
+            result = results.get(cid)
+            if isinstance(result, ModelResponse):
+                write_entry(cache.path(request), response_to_dict(result))
+                answers[cid] = (result, False, True)
+            else:
+                answers[cid] = str(result or "no result in the batch")
+    return answers
+
+
+# ------------------------------------------------------------------------------------ figures
+
+
+def summary(records: Sequence[Mapping[str, Any]], lines: Mapping[tuple[str, int], Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``judge`` block of metrics.json over a run's records and their verdict lines."""
+    counts = {"correct": 0, "accepted_misses": 0, "rejected_hits": 0, "unreadable": 0, "not_attempted": 0}
+    unjudged, calls, usage, spent = 0, 0, Usage(), 0.0
+    priced = True
+    judge = model = prompt = None
+    for record in records:
+        row = lines.get((str(record["id"]), int(record.get("epoch") or 1)))
+        if row is None:
+            unjudged += 1
+            continue
+        verdict, em = row.get("verdict"), bool(row.get("em"))
+        counts["correct"] += verdict == "CORRECT"
+        counts["accepted_misses"] += verdict == "CORRECT" and not em
+        counts["rejected_hits"] += em and verdict != "CORRECT"
+        counts["unreadable"] += verdict is None
+        counts["not_attempted"] += verdict == "NOT_ATTEMPTED"
+        if row.get("by") == "judge":
+            judge, model, prompt = row.get("judge"), row.get("model") or model, row.get("prompt_sha256")
+            calls += not row.get("cached")
+            usage = usage + Usage(
+                **{k: int(v) for k, v in (row.get("usage") or {}).items() if k in Usage.__annotations__}
+            )
+            if row.get("cost_usd") is None and not row.get("cached"):
+                priced = False
+            spent += float(row.get("cost_usd") or 0.0)
+    return {
+        **counts,
+        "unjudged": unjudged,
+        "judge": judge,
+        "model": model,
+        "prompt_sha256": prompt,
+        "calls": calls,
+        "cost_usd": spent if priced else None,
+    }
+
+
+def judge_line(metrics: Any) -> str:
+    """``judged by <model>: 60.0 [..] (exact match 40.0); 1 miss(es) accepted, ...``: a run's verdicts in one line."""
+    block = metrics.judge or {}
+    name = block.get("metric") or "judged"
+    score = metrics.scores.get(name)
+    primary = metrics.primary
+    what = "rules (a heuristic)" if name == "rules" else f"judged by {block.get('model') or block.get('judge')}"
+    shown = (
+        "unknown until every example is judged"
+        if score is None
+        else f"{100 * score.mean:.1f} [{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"
+    )
+    em = "" if primary is None else f" (exact match {100 * primary.mean:.1f})"
+    return (
+        f"{what}: {shown}{em}; {block.get('accepted_misses', 0)} miss(es) accepted, "
+        f"{block.get('rejected_hits', 0)} hit(s) rejected, {block.get('unreadable', 0)} reply(ies) unreadable"
+    )
+
+
+def rewrite_metrics(run_dir: Path) -> None:
+    """metrics.json again, with the verdicts (``results.summarize`` reads them)."""
+    from dataclasses import replace
+
+    from react_bench import rundir
+    from react_bench.record import RunHeader, RunMetrics
+    from react_bench.results import summarize
+    from react_bench.tasks import task_info
+
+    header = RunHeader.read(run_dir)
+    metrics = summarize(run_dir, task_info(header.task))
+    path = run_dir / rundir.METRICS
+    if path.is_file():  # what only the run knew (the examples its budget kept out) stays
+        before = RunMetrics.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        metrics = replace(metrics, over_budget=before.over_budget)
+    rundir.write_json(path, metrics.to_dict())
+
+
+def estimate(
+    settings: JudgeSettings, questions: Sequence[tuple[str, str]], *, batch: bool, out: TextIO | None = None
+) -> tuple[dict[str, Any], str]:
+    """The dry run's price of judging ``questions`` ((question, gold) each): an upper bound, every
+    answer a miss that reaches the judge (a prediction as long as its gold)."""
+    from react_bench.models import build_stack
+    from react_bench.models.cache import estimate_input_tokens
+    from react_bench.models.capabilities import calls_cost_usd
+
+    if settings.kind != "judge":
+        return {"judge": settings.model, "calls": 0, "cost_usd": 0.0}, "judge: the rule tier (a heuristic): no call"
+    name = build_stack(model_spec(settings), record=False, sends=False).client.name
+    template = grader_template(out)
+    usages = [
+        Usage(input_tokens=estimate_input_tokens(judge_request(fill(template, q, g, g))), output_tokens=MAX_TOKENS)
+        for q, g in questions
+    ]
+    cost = calls_cost_usd(name, usages)
+    if cost is not None and batch:
+        cost *= 0.5
+    total = sum(u.input_tokens for u in usages)
+    said = "unknown (no price for this model)" if cost is None else f"${cost:.4f}"
+    line = (
+        f"judge: at most {len(usages)} calls to {name} (every answer a miss; hits need none), about {total} input "
+        f"and at most {MAX_TOKENS * len(usages)} output tokens: estimated {said}" + (" (batched)" if batch else "")
+    )
+    return {
+        "judge": settings.model,
+        "model": name,
+        "calls_at_most": len(usages),
+        "input_tokens": total,
+        "cost_usd": cost,
+    }, line

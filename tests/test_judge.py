@@ -1,0 +1,216 @@
+"""The judge beside exact match (issue 67, ``grading/judge.py``): SimpleQA's grader filled byte for
+byte and sent once per answered miss, against the Messages API stand-in; verdicts beside the run,
+never in examples.jsonl; a replay sends nothing; an unreachable judge invents nothing (exit 3) and
+``scripts/judge.py batch=true`` judges the rest; the rule tier sends nothing."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from react_bench import upstream
+from react_bench.grading.judge import TEMPLATE, fill, parse_verdict
+from react_bench.grading.rules import rules_verdict
+from react_bench.metrics import exact_match
+from react_bench.testing.messages_server import MessagesServer
+from react_bench.testing.sse import Reply
+from tests.support import REPO, eval_py, records, run_dir_of
+from tests.support_oracle import gold_answers
+
+KEY_ENV = "JUDGE_TEST_KEY"
+N = 5
+
+
+@pytest.fixture(scope="module")
+def template() -> str:
+    try:
+        return upstream.text(TEMPLATE)
+    except upstream.UpstreamError:
+        pytest.skip(
+            f"needs {upstream.pinned('simpleqa/simpleqa_eval.py').label}: set REACT_BENCH_GITHUB to a host serving it"
+        )
+
+
+def judge_fields(body: dict) -> tuple[str, str, str]:
+    text = (
+        body["messages"][0]["content"][0]["text"]
+        if isinstance(body["messages"][0]["content"], list)
+        else body["messages"][0]["content"]
+    )
+    tail = text.rsplit("```\nQuestion: ", 1)[1]
+    question, rest = tail.split("\nGold target: ", 1)
+    gold, rest = rest.split("\nPredicted answer: ", 1)
+    return question, gold, rest.split("\n```", 1)[0]
+
+
+def lenient(body: dict) -> Reply:
+    """A judge that accepts a prediction holding the gold (A) and rejects the rest (B)."""
+    _, gold, predicted = judge_fields(body)
+    return Reply.text("A" if gold.lower() in predicted.lower() else "B")
+
+
+def script(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Predictions for the first N questions: a hit, a miss holding the gold, a wrong one, an empty
+    one, and a hit again (scripted completions, served in order)."""
+    golds = list(gold_answers(N).values())
+    predictions = [golds[0], f"{golds[1]} (as I recall)", "Nobody knows", "", golds[4]]
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps([f" I know it.\nAction 1: Finish[{p}]" for p in predictions]))
+    return path, predictions
+
+
+def scripted_run(tmp_path: Path, *extra: str) -> Path:
+    path, _ = script(tmp_path)
+    done = eval_py(
+        "model=scripted", f"model.script={path}", f"n={N}", f"results_dir={tmp_path / 'runs'}", "show=none", *extra
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return run_dir_of(done.stdout)
+
+
+def judged(server: MessagesServer) -> list[dict]:
+    return [r.body for r in server.requests if r.path == "/v1/messages"]
+
+
+def metrics(run_dir: Path) -> dict:
+    return json.loads((run_dir / "metrics.json").read_text())
+
+
+def test_a_replay_judged_by_claude_asks_each_answered_miss_once_and_a_replay_of_it_sends_nothing(
+    tmp_path: Path, template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    first = scripted_run(tmp_path)
+    rows = records(first)
+    misses = [r for r in rows if not exact_match(r["prediction"], r["gold"]) and r["prediction"].strip()]
+    assert len(misses) == 2 and sum(exact_match(r["prediction"], r["gold"]) for r in rows) == 2
+    with MessagesServer(responder=lenient) as server:
+        judge = ["judge=claude-sonnet-4-6", f"judge.base_url={server.base_url}", f"judge.api_key_env={KEY_ENV}"]
+        done = eval_py(
+            "model=replay",
+            f"model.cassette={first / 'calls.jsonl'}",
+            f"results_dir={tmp_path / 'r'}",
+            "show=none",
+            *judge,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        bodies = judged(server)
+        # every answered miss exactly once, no hit, no empty answer; SimpleQA's template filled byte for byte
+        expected = sorted(fill(template, r["question"], r["gold"], r["prediction"]) for r in misses)
+        assert (
+            sorted(
+                b["messages"][0]["content"][0]["text"]
+                if isinstance(b["messages"][0]["content"], list)
+                else b["messages"][0]["content"]
+                for b in bodies
+            )
+            == expected
+        )
+        assert all(len(b["messages"]) == 1 and b["messages"][0]["role"] == "user" and "system" not in b for b in bodies)
+        replay = run_dir_of(done.stdout)
+        verdicts = [json.loads(line) for line in (replay / "judged.jsonl").read_text().splitlines()]
+        assert {v["by"] for v in verdicts} == {"exact_match", "empty", "judge"}
+        asked = [v for v in verdicts if v["by"] == "judge"]
+        assert all(v["model"] == "claude-sonnet-4-6" and len(v["prompt_sha256"]) == 64 for v in asked)
+        m = metrics(replay)
+        accepted = sum(v["verdict"] == "CORRECT" for v in asked)
+        assert accepted == 1 and m["judge"]["accepted_misses"] == 1 and m["judge"]["rejected_hits"] == 0
+        assert m["judged"]["mean"] == pytest.approx((2 + accepted) / N) and "judged" in m["metrics"]
+        assert m["em"]["mean"] == pytest.approx(2 / N)
+        assert "judged by claude-sonnet-4-6" in done.stdout and "1 miss(es) accepted" in done.stdout
+        # a replay of the judged run sends nothing: its verdicts come with its cassette's run
+        sent = len(server.requests)
+        again = eval_py(
+            "model=replay",
+            f"model.cassette={replay / 'calls.jsonl'}",
+            f"results_dir={tmp_path / 'r2'}",
+            "show=none",
+            "cache=false",
+            *judge,
+        )
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(server.requests) == sent
+        assert metrics(run_dir_of(again.stdout))["judged"] == m["judged"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_unreachable_judge_invents_nothing_and_judge_py_judges_the_rest_in_a_batch(
+    tmp_path: Path, template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    down = f"http://127.0.0.1:{free_port()}"
+    path, _ = script(tmp_path)
+    done = eval_py(
+        "model=scripted", f"model.script={path}", f"n={N}", f"results_dir={tmp_path / 'runs'}", "show=none",
+        "judge=claude-sonnet-4-6", f"judge.base_url={down}", f"judge.api_key_env={KEY_ENV}",
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "2 example(s) not judged" in done.stderr
+    run = run_dir_of(done.stdout)
+    assert not any(json.loads(line)["by"] == "judge" for line in (run / "judged.jsonl").read_text().splitlines())
+    m = metrics(run)
+    assert "judged" not in m and m["judge"]["unjudged"] == 2
+    before = (run / "examples.jsonl").read_bytes()
+    with MessagesServer(responder=lenient) as server:
+        server.batch_latency_s = 0.2
+        later = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "judge.py"), str(run), "judge=claude-sonnet-4-6",
+             f"judge.base_url={server.base_url}", f"judge.api_key_env={KEY_ENV}", "batch=true", "batch_poll_s=0.1"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert later.returncode == 0, later.stderr[-2000:]
+        assert judged(server) == [] and len(server.batches) == 1  # through the Batches API, nothing live
+        assert sum(len(b.results) for b in server.batches.values()) == 2
+    assert (run / "examples.jsonl").read_bytes() == before
+    m = metrics(run)
+    assert m["judge"]["unjudged"] == 0 and m["judged"]["mean"] == pytest.approx(3 / N)
+    assert all(
+        v["cost_usd"] is not None
+        for v in map(json.loads, (run / "judged.jsonl").read_text().splitlines())
+        if v["by"] == "judge"
+    )
+
+
+def test_the_rule_tier_sends_nothing_and_is_called_a_heuristic(tmp_path: Path) -> None:
+    with MessagesServer(responder=lenient) as server:
+        run = scripted_run(tmp_path, "judge=rules", f"judge.base_url={server.base_url}")
+        assert server.requests == []
+    m = metrics(run)
+    assert "rules" in m and "judged" not in m and m["rules"]["mean"] == pytest.approx(3 / N)
+    assert not (run / "judged.jsonl").exists() and (run / "rules.jsonl").is_file()
+
+
+def test_a_reply_is_read_strictly() -> None:
+    assert [parse_verdict(r) for r in ("A", " B\n", "C.", "CORRECT", "not attempted")] == [
+        "CORRECT", "INCORRECT", "NOT_ATTEMPTED", "CORRECT", "NOT_ATTEMPTED"
+    ]  # fmt: skip
+    # SimpleQA's own code would take the first A anywhere, or fall back to C: here, unreadable
+    assert [parse_verdict(r) for r in ("The answer is A", "", "AB", "Grade: B because")] == [None] * 4
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "verdict"),
+    [
+        ("house of habsburg", "House of Habsburg-Lorraine", "CORRECT"),
+        ("las vegas nevada", "Las Vegas", "CORRECT"),
+        ("lupe ontiveros", "Guadalupe 'Lupe' Ontiveros", "CORRECT"),
+        ("Stone Brewing Co.", "Stone Brewing", "CORRECT"),
+        ("twenty one", "21", "CORRECT"),
+        ("Paris, London, Berlin, Madrid and Rome", "Paris", "INCORRECT"),  # the length guard
+        ("Anne", "Anne Perry", "INCORRECT"),
+        ("no", "no way", "INCORRECT"),
+        ("", "Paris", "NOT_ATTEMPTED"),
+    ],
+)
+def test_the_rules(prediction: str, gold: str, verdict: str) -> None:
+    assert rules_verdict(prediction, gold) == verdict
