@@ -6,14 +6,17 @@ A prediction is accepted (CORRECT) when, after the official normaliser (``metric
   ("two" / "2", "twenty one" / "21");
 - one contains the other at a word start ("las vegas" in "las vegas nevada", "house of habsburg"
   in "house of habsburglorraine"), the shorter being at least ``MIN_CHARS`` characters, not yes /
-  no, and at least ``MIN_SHARE`` of the longer's length: the length guard, so an answer that lists
-  every candidate is not credited for holding the gold somewhere;
+  no, at least ``MIN_SHARE`` of the longer's length, and the longer adding at most
+  ``MAX_EXTRA_WORDS`` words: the length guard, so an answer that lists every candidate is not
+  credited for holding the gold somewhere, nor one that is a list of candidates with the gold one
+  of them (``listing``);
 - or its official F1 against the gold is at least ``MIN_F1``.
 An empty answer is NOT_ATTEMPTED; anything else INCORRECT. Everything here is linear in its input.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from react_bench.metrics import f1_score, normalize_answer
@@ -23,6 +26,7 @@ VERDICTS: tuple[Verdict, ...] = ("CORRECT", "INCORRECT", "NOT_ATTEMPTED")
 
 MIN_CHARS = 4  # the shorter side of a containment, normalised
 MIN_SHARE = 0.5  # the shorter side's length over the longer's, at least
+MAX_EXTRA_WORDS = 2  # words the longer side of a containment may add ("las vegas" + "nevada")
 MIN_F1 = 0.8
 
 _UNITS = {
@@ -34,6 +38,7 @@ _UNITS = {
 }
 _TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if i >= 2}
 _NOT_CONTAINED = frozenset({"yes", "no", "noanswer"})
+_SEPARATORS = re.compile(r"[,;/&]| and | or ", re.IGNORECASE)
 
 
 def numbers_as_digits(normalized: str) -> str:
@@ -61,7 +66,20 @@ def contains(longer: str, shorter: str) -> bool:
     """``shorter`` in ``longer`` at a word start, within the length guard (module docstring)."""
     if len(shorter) < MIN_CHARS or shorter in _NOT_CONTAINED or len(shorter) < MIN_SHARE * len(longer):
         return False
+    if len(longer.split()) - len(shorter.split()) > MAX_EXTRA_WORDS:
+        return False
     return f" {shorter}" in f" {longer}"
+
+
+def listing(raw: str, shorter: str) -> bool:
+    """Whether ``raw`` is a list of candidates with ``shorter`` one of them: three parts or more
+    (split at , ; / & "and" "or"), or two with the other of two words or more ("Annie Morton, Terry
+    Richardson"; not "Las Vegas, Nevada")."""
+    parts = [normalize_answer(x) for x in _SEPARATORS.split(raw)]
+    parts = [x for x in parts if x]
+    if len(parts) < 2 or shorter not in parts:
+        return False
+    return len(parts) >= 3 or any(len(x.split()) >= 2 for x in parts if x != shorter)
 
 
 def rules_verdict(prediction: str, gold: str) -> Verdict:
@@ -72,6 +90,6 @@ def rules_verdict(prediction: str, gold: str) -> Verdict:
         return "INCORRECT"  # a gold that normalises to nothing credits nothing (the audit lists it)
     if p == g or numbers_as_digits(p) == numbers_as_digits(g):
         return "CORRECT"
-    if contains(p, g) or contains(g, p):
+    if (contains(p, g) and not listing(prediction, g)) or contains(g, p):
         return "CORRECT"
     return "CORRECT" if f1_score(prediction, gold) >= MIN_F1 else "INCORRECT"
