@@ -214,3 +214,43 @@ def test_a_reply_is_read_strictly() -> None:
 )
 def test_the_rules(prediction: str, gold: str, verdict: str) -> None:
     assert rules_verdict(prediction, gold) == verdict
+
+
+def test_compare_says_when_two_runs_rank_one_way_by_exact_match_and_the_other_judged(tmp_path: Path) -> None:
+    """A: 2 hits, 3 wrong. B: 1 hit, 3 near misses the rule tier accepts, 1 wrong. Exact match
+    ranks A first, the second reading B: compare.py says so in one line, and gives both tests."""
+    from react_bench.tasks import TaskConfig, load_task
+    from tests.support import compare_py
+
+    pool = load_task("hotpotqa").examples(TaskConfig(name="hotpotqa", n=60))
+    chosen = [e for e in pool if len(e.gold) >= 6 and e.gold.lower() not in ("yes", "no")][:5]
+    assert len(chosen) == 5
+    ids = "[" + ",".join(e.id for e in chosen) + "]"
+    golds = {e.id: e.gold for e in chosen}
+
+    def run(name: str, answers: list[str]) -> Path:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps([f" So.\nAction 1: Finish[{a}]" for a in answers]))
+        done = eval_py(
+            "model=scripted", f"model.script={path}", f"ids={ids}", "n=5", f"results_dir={tmp_path / 'runs'}",
+            f"run_id={name}", "show=none", "judge=rules",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        folder = run_dir_of(done.stdout)
+        by_id = {r["id"]: r["prediction"] for r in records(folder)}
+        assert sorted(by_id.values()) == sorted(answers)  # served in the order of ids
+        return folder
+
+    g = [golds[e.id] for e in chosen]
+    a = run("a", [g[0], g[1], "Nobody", "Nobody", "Nobody"])
+    b = run("b", [g[0], f"{g[1]} city", f"{g[2]} city", f"{g[3]} city", "Nobody"])
+    assert (
+        metrics(a)["em"]["mean"] > metrics(b)["em"]["mean"]
+        and metrics(a)["rules"]["mean"] < metrics(b)["rules"]["mean"]
+    )
+    done = compare_py(a, b, out=tmp_path / "study")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "rank one way under em" in done.stdout and "and the other rules" in done.stdout
+    table = (tmp_path / "study" / "table1.md").read_text()
+    assert "HotpotQA EM rules (heuristic)" in table and "+3 misses accepted" in table
+    assert "# Paired comparisons judged" in (tmp_path / "study" / "paired.md").read_text()

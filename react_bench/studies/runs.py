@@ -95,9 +95,26 @@ def load_runs(paths: Iterable[str | Path], report_dir: Path | None = None, run_i
                 "chosen_by_reward": bool(m and m.chosen_by_reward),
                 "env": config.get("env") or {},  # the environment's settings (a shop's url, ...)
                 "split": (config.get("task") or {}).get("split"),
+                # judge= (grading.judge): the second reading's score ("judged", or "rules": a heuristic)
+                **_judged_columns(m),
             }
         )
     return pd.DataFrame(rows)
+
+
+def _judged_columns(m: RunMetrics | None) -> dict[str, Any]:
+    block = (m.judge if m is not None else None) or {}
+    name = block.get("metric")
+    score = m.scores.get(name) if m is not None and name else None
+    return {
+        "judged_metric": name,
+        "judged_mean": score and score.mean,
+        "judged_low": score and score.ci95[0],
+        "judged_high": score and score.ci95[1],
+        "accepted_misses": block.get("accepted_misses"),
+        "rejected_hits": block.get("rejected_hits"),
+        "unjudged": block.get("unjudged"),
+    }
 
 
 def run_label(row: Any) -> str:

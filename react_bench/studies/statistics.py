@@ -52,16 +52,42 @@ def paired_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     }
 
 
-def paired(runs: Any) -> list[dict[str, Any]]:
+def judged_first(run_dir: str | Path) -> dict[str, bool] | None:
+    """id -> judged CORRECT (each example's first attempt), from the run's verdict file; None where
+    the run was not judged, or not every example was (no partial figure is compared)."""
+    from react_bench.grading.judge import JUDGE_FILE, RULES_FILE, verdicts
+
+    folder = Path(run_dir)
+    name = next((f for f in (JUDGE_FILE, RULES_FILE) if (folder / f).is_file()), None)
+    if name is None:
+        return None
+    lines = verdicts(folder, name)
+    first = scan(folder).first
+    if any((k, 1) not in lines for k in first):
+        return None
+    return {k: lines[(k, 1)].get("verdict") == "CORRECT" for k in first}
+
+
+def paired(runs: Any, *, judged: bool = False) -> list[dict[str, Any]]:
     """Every two runs of one task over exactly the same example ids: difference, CI, McNemar p, and
-    the smallest difference the pair could detect at 80% power (``metrics.detectable_paired``)."""
+    the smallest difference the pair could detect at 80% power (``metrics.detectable_paired``).
+    ``judged``: over the verdicts of judge= (``judged_first``) instead of the task's metric, for the
+    pairs whose runs were both judged the same way."""
     out = []
     rows = list(runs.itertuples())
     for i, a in enumerate(rows):
         for b in rows[i + 1 :]:
             if a.task != b.task or set(a.ids) != set(b.ids) or not a.n or a.n != b.n:
                 continue
-            ra, rb = scan(a.run_dir).first, scan(b.run_dir).first  # each example's first attempt
+            if judged:
+                if not a.judged_metric or a.judged_metric != b.judged_metric:
+                    continue
+                ja, jb = judged_first(a.run_dir), judged_first(b.run_dir)
+                if ja is None or jb is None:
+                    continue
+                ra, rb = ja, jb
+            else:
+                ra, rb = scan(a.run_dir).first, scan(b.run_dir).first  # each example's first attempt
             ids = sorted(set(ra) & set(rb))
             if not ids:
                 continue
@@ -72,6 +98,7 @@ def paired(runs: Any) -> list[dict[str, Any]]:
                     "a": run_label(a),
                     "b": run_label(b),
                     "n": len(ids),
+                    "metric": a.judged_metric if judged else a.metric,
                     **test,
                 }
             )
@@ -81,6 +108,21 @@ def paired(runs: Any) -> list[dict[str, Any]]:
         adjusted = multipletests([r["mcnemar_p"] for r in out], method="holm")[1]
         for r, q in zip(out, adjusted, strict=True):
             r["holm_p"] = float(q)
+    return out
+
+
+def flips(pairs: list[dict[str, Any]], judged: list[dict[str, Any]]) -> list[str]:
+    """The pairs whose order under exact match (the task's metric) and judged differ, a line each."""
+    by_pair = {(r["task"], r["a"], r["b"]): r for r in judged}
+    out = []
+    for r in pairs:
+        j = by_pair.get((r["task"], r["a"], r["b"]))
+        if j is None or r["difference"] * j["difference"] >= 0:
+            continue
+        out.append(
+            f"{r['task']}: {r['a']} vs {r['b']} rank one way under {r['metric']} (A - B = "
+            f"{100 * r['difference']:+.1f} points) and the other {j['metric']} ({100 * j['difference']:+.1f} points)"
+        )
     return out
 
 

@@ -40,6 +40,19 @@ def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
     return cell
 
 
+_JUDGED = {"judged": "judged", "rules": "rules (heuristic)"}
+
+
+def _judged_cell(row: Any) -> str:
+    """``62.0 [48.1, 74.2]; +3 misses accepted, -0 hits rejected`` (or why there is no figure yet)."""
+    if row.get("judged_mean") is None or row["judged_mean"] != row["judged_mean"]:
+        return f"{int(row.get('unjudged') or 0)} example(s) not judged yet"
+    return (
+        f"{100 * row['judged_mean']:.1f} [{100 * row['judged_low']:.1f}, {100 * row['judged_high']:.1f}]; "
+        f"+{int(row.get('accepted_misses') or 0)} misses accepted, -{int(row.get('rejected_hits') or 0)} hits rejected"
+    )
+
+
 ROW_KEYS = ("mode", "runner", "model")  # a row of Table 1: what was asked, how, of whom
 
 
@@ -88,6 +101,8 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     row[f"{column} cost/correct"] = (
                         "n/a (none right)" if none_right else money(latest["cost_per_correct"])
                     )
+                    if latest.get("judged_metric"):  # judge=: the second reading beside the paper's metric
+                        row[f"{column} {_JUDGED[latest['judged_metric']]}"] = _judged_cell(latest)
                     why = f"an older run of {mode}/{key[0]} {key[1]} on {task}; the newest fills the cell"
                     notes += [f"{r}: not shown ({why}; --every-run shows each)" for r in cell["run_dir"].iloc[:-1]]
                 else:
@@ -102,6 +117,8 @@ def table1(runs: Any, runner: str | None = None, *, every_run: bool = False) -> 
                     shown = cell.iloc[-1] if len(cell) else None
                     row[f"{column} {own.published_by}"] = _with_conditions(own, task, shown)
             rows.append(row)
+    every = list(dict.fromkeys(k for r in rows for k in r))  # a judged column only some runs have: blank elsewhere
+    rows = [{k: r.get(k, "") for k in every} for r in rows]
     shown_modes = set(methods())
     notes += (
         [

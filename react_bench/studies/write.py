@@ -11,7 +11,14 @@ from react_bench.studies.frontier import frontier, frontier_markdown
 from react_bench.studies.plots import plot_frontier, plot_k_curve, plot_learning_curves, plot_tokens
 from react_bench.studies.report import write_report
 from react_bench.studies.runs import md_cell, run_label
-from react_bench.studies.statistics import comparable_pairs, detectable_text, paired, question_diff, verdict
+from react_bench.studies.statistics import (
+    comparable_pairs,
+    detectable_text,
+    flips,
+    paired,
+    question_diff,
+    verdict,
+)
 from react_bench.studies.tables import LEGEND, context_comparison, custom_notes, learning_curves, table1, table3
 
 
@@ -33,8 +40,18 @@ def write_study(runs: Any, out: Path, *, every_run: bool = False) -> dict[str, A
     if pairs:  # what each pair can tell apart, under the table as compare.py prints it
         lines += ["", "Paired comparisons (same task, same example ids; paired.md has the tests):"]
         lines += [f"- {line}" for line in paired_lines(pairs)]
+    judged = paired(runs, judged=True) if len(runs) and runs["judged_metric"].notna().any() else []
+    if judged:  # the same pairs under the judge's verdicts, and where the two readings disagree on the order
+        lines += ["", "Paired comparisons judged (judge=: the verdicts beside the run):"]
+        lines += [f"- {line}" for line in paired_lines(judged)]
+        flipped = flips(pairs, judged)
+        if flipped:
+            lines += ["", "Order flips between exact match and judged:", *[f"- {line}" for line in flipped]]
     (out / "table1.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (out / "paired.md").write_text(paired_markdown(pairs), encoding="utf-8")
+    text = paired_markdown(pairs)
+    if judged:
+        text += "\n" + paired_markdown(judged).replace("# Paired comparisons", "# Paired comparisons judged", 1)
+    (out / "paired.md").write_text(text, encoding="utf-8")
     (out / "diff.md").write_text(diff_markdown(runs, out / "diff.csv"), encoding="utf-8")
     (out / "failures.md").write_text(failures_markdown(runs), encoding="utf-8")
     written = ["table1.md", "table1.csv", "paired.md", "diff.md", "diff.csv", "failures.md"]
