@@ -3,6 +3,7 @@
     python scripts/audit.py task=hotpotqa n=30                 # the task's split: null, oracle, candidates, ...
     python scripts/audit.py RUN_DIR [RUN_DIR ...]              # a study's runs (or its results folder):
                                                                # label-error candidates too
+    python scripts/audit.py recorded=all                       # the rule tier on recorded public runs
 Writes audit.md and audit.json (``out=DIR``; default: results/audit/<task>, or the first run's
 folder's parent). Exit codes: 0 every check passes; 1 a check found something (audit.md names
 it); 2 a setting or the data is unusable (one line).
@@ -36,6 +37,31 @@ def _runs(paths: list[Path]) -> list[Path]:
     return runs
 
 
+def recorded(settings: dict[str, str]) -> int:
+    """``recorded=all|<name>``: the rule tier on recorded public runs (grading/recorded.py)."""
+    from react_bench.grading.recorded import RECORDED, markdown, rules_on
+    from react_bench.upstream import UpstreamError
+
+    names = list(RECORDED) if settings["recorded"] == "all" else [settings["recorded"]]
+    unknown = [n for n in names if n not in RECORDED]
+    if unknown or set(settings) - {"recorded", "out"}:
+        print(f"error: recorded= takes all or one of {', '.join(RECORDED)} (and out=DIR)", file=sys.stderr)
+        return 2
+    try:
+        results = [rules_on(name) for name in names]
+    except UpstreamError as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    out = Path(settings.get("out") or Path("results") / "audit" / "recorded")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "recorded.json").write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    text = markdown(results)
+    (out / "recorded.md").write_text(text, encoding="utf-8")
+    print(text)
+    print(f"audit: {out / 'recorded.md'}, {out / 'recorded.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("items", nargs="*", help="task=, n=, split=, data_dir=, out=DIR; or run folders")
@@ -43,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     quiet_console()
     settings = dict(a.split("=", 1) for a in args.items if "=" in a)
     paths = [Path(a) for a in args.items if "=" not in a]
+    if "recorded" in settings:
+        return recorded(settings)
     try:
         from react_bench.grading.audit import audit, grader_of, items_of, markdown, run_records
         from react_bench.record import RunHeader

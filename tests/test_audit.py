@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from react_bench.grading.audit import (
     Item,
     audit,
@@ -99,3 +101,42 @@ def test_audit_py_on_the_task_holds_null_at_zero_and_oracle_at_a_hundred_less_it
 def test_audit_over_items_reports_every_check() -> None:
     report = audit(ITEMS, GRADE, "no gold here")
     assert report["ok"] and list(report["checks"]) == ["null", "oracle", "candidates", "isolation", "duplicates"]
+
+
+def test_recorded_runs_are_read_once_each(tmp_path: Path) -> None:
+    """Reflexion's log cut at its gold lines (a repeated halted episode counted once); FireAct's files by id."""
+    from react_bench.grading.recorded import read_fireact, read_reflexion_first_trial
+
+    episode = "Question: {q}\nThought 1: x\nAction 1: Finish[{a}]\nObservation 1: Answer is X\nCorrect answer: {g}\n\n"
+    log = (
+        "BEGIN TRIAL 1\n"
+        + episode.format(q="Who?", a="Stone Brewing Co.", g="Stone Brewing")
+        + "Question: Where?\nObservation 1: Question: a line inside a page\nCorrect answer: Paris\n\n"
+        + "Question: Where?\nCorrect answer: Paris\n\n"  # the same halted episode, logged twice
+        + "BEGIN TRIAL 2\n"
+        + episode.format(q="Who?", a="Stone Brewing", g="Stone Brewing")
+    )
+    path = tmp_path / "log.txt"
+    path.write_text(log)
+    rows = list(read_reflexion_first_trial(path))
+    assert [(r.gold, r.prediction) for r in rows] == [("Stone Brewing", "Stone Brewing Co."), ("Paris", "")]
+    fireact = tmp_path / "f.json"
+    fireact.write_text(json.dumps({"7": {"gt": "las vegas", "pred": "las vegas nevada", "em": "False"}}))
+    assert [(r.id, r.gold, r.prediction) for r in read_fireact(fireact)] == [("7", "las vegas", "las vegas nevada")]
+
+
+def test_the_rules_on_reflexions_recorded_run(tmp_path: Path) -> None:
+    """Its first trial as the log says it (34 right of 100), read through the pinned file."""
+    from react_bench import upstream
+    from react_bench.grading.recorded import rules_on
+
+    try:
+        upstream.fetch("reflexion/react_100x5.txt")
+    except upstream.UpstreamError:
+        pytest.skip(f"needs {upstream.pinned('reflexion/react_100x5.txt').label}: set REACT_BENCH_GITHUB")
+    found = rules_on("reflexion-davinci003")
+    assert found["n"] == 100 and found["em"] == 34.0 and found["answered_misses"] == 56
+    assert {"prediction": "Stone Brewing Co.", "gold": "Stone Brewing"} in [
+        {k: a[k] for k in ("prediction", "gold")} for a in found["accepted_misses"]
+    ]
+    assert found["rules"] == 34.0 + len(found["accepted_misses"]) and found["rejected_hits"] == 0
