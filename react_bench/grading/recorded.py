@@ -53,7 +53,11 @@ def read_fireact(path: Path) -> Iterator[Answered]:
 
 
 RECORDED: dict[str, tuple[str, Callable[[Path], Iterator[Answered]], str]] = {
-    "reflexion-davinci003": ("reflexion/react_100x5.txt", read_reflexion_first_trial, "Reflexion's ReAct run (trial 1)"),
+    "reflexion-davinci003": (
+        "reflexion/react_100x5.txt",
+        read_reflexion_first_trial,
+        "Reflexion's ReAct run (trial 1)",
+    ),
     "fireact-gpt35ft": ("fireact/gpt35ft_500.json", read_fireact, "FireAct, fine-tuned GPT-3.5"),
     "fireact-llama2-13b": ("fireact/llama2_13b_500.json", read_fireact, "FireAct, fine-tuned Llama-2-13B"),
 }
