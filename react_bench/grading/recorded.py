@@ -105,4 +105,3 @@ def markdown(results: list[dict[str, Any]], shown: int = 8) -> str:
         lines += ["", f"## {r['title']}: misses the rules accept (first {shown})", ""]
         lines += [f"- {a['prediction']!r} for gold {a['gold']!r}" for a in r["accepted_misses"][:shown]]
     return "\n".join(lines) + "\n"
-
