@@ -33,7 +33,7 @@ def read_reflexion_first_trial(path: Path) -> Iterator[Answered]:
     starts "Question: ", so episodes are cut at their gold lines, not at questions.)"""
     text = path.read_text(encoding="utf-8")
     first = text.split("BEGIN TRIAL 2", 1)[0]
-    start, seen = 0, set()
+    start, seen = 0, set[str]()
     for gold in re.finditer(r"^Correct answer: (.*)$", first, flags=re.MULTILINE):
         episode = first[start : gold.start()]
         start = gold.end()
