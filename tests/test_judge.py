@@ -54,21 +54,31 @@ def lenient(body: dict) -> Reply:
     return Reply.text("A" if gold.lower() in predicted.lower() else "B")
 
 
+def chosen(n: int = N) -> list:
+    """The first ``n`` examples whose gold is a name of 6 characters or more (not yes / no): the near
+    misses below then read the same on the prepared data and on the data a clone alone generates."""
+    from react_bench.tasks import TaskConfig, load_task
+
+    pool = load_task("hotpotqa").examples(TaskConfig(name="hotpotqa", n=60))
+    found = [e for e in pool if len(e.gold) >= 6 and e.gold.lower() not in ("yes", "no")][:n]
+    assert len(found) == n
+    return found
+
+
 def script(tmp_path: Path) -> tuple[Path, list[str]]:
-    """Predictions for the first N questions: a hit, a miss holding the gold, a wrong one, an empty
-    one, and a hit again (scripted completions, served in order)."""
-    golds = list(gold_answers(N).values())
-    predictions = [golds[0], f"{golds[1]} (as I recall)", "Nobody knows", "", golds[4]]
+    """Predictions for N chosen questions: a hit, a near miss (the gold and a word), a wrong one, an
+    empty one, and a hit again (scripted completions, served in the order of ``ids``)."""
+    golds = [e.gold for e in chosen()]
+    predictions = [golds[0], f"{golds[1]} indeed", "Nobody knows", "", golds[4]]
     path = tmp_path / "script.json"
     path.write_text(json.dumps([f" I know it.\nAction 1: Finish[{p}]" for p in predictions]))
-    return path, predictions
+    ids = "ids=[" + ",".join(e.id for e in chosen()) + "]"
+    return path, [f"model.script={path}", ids, f"n={N}"]
 
 
 def scripted_run(tmp_path: Path, *extra: str) -> Path:
-    path, _ = script(tmp_path)
-    done = eval_py(
-        "model=scripted", f"model.script={path}", f"n={N}", f"results_dir={tmp_path / 'runs'}", "show=none", *extra
-    )
+    _, args = script(tmp_path)
+    done = eval_py("model=scripted", *args, f"results_dir={tmp_path / 'runs'}", "show=none", *extra)
     assert done.returncode == 0, done.stderr[-2000:]
     return run_dir_of(done.stdout)
 
@@ -149,9 +159,9 @@ def test_an_unreachable_judge_invents_nothing_and_judge_py_judges_the_rest_in_a_
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "test-key-not-real")
     down = f"http://127.0.0.1:{free_port()}"
-    path, _ = script(tmp_path)
+    _, args = script(tmp_path)
     done = eval_py(
-        "model=scripted", f"model.script={path}", f"n={N}", f"results_dir={tmp_path / 'runs'}", "show=none",
+        "model=scripted", *args, f"results_dir={tmp_path / 'runs'}", "show=none",
         "judge=claude-sonnet-4-6", f"judge.base_url={down}", f"judge.api_key_env={KEY_ENV}",
     )  # fmt: skip
     assert done.returncode == 3, done.stderr[-2000:]
@@ -219,14 +229,11 @@ def test_the_rules(prediction: str, gold: str, verdict: str) -> None:
 def test_compare_says_when_two_runs_rank_one_way_by_exact_match_and_the_other_judged(tmp_path: Path) -> None:
     """A: 2 hits, 3 wrong. B: 1 hit, 3 near misses the rule tier accepts, 1 wrong. Exact match
     ranks A first, the second reading B: compare.py says so in one line, and gives both tests."""
-    from react_bench.tasks import TaskConfig, load_task
     from tests.support import compare_py
 
-    pool = load_task("hotpotqa").examples(TaskConfig(name="hotpotqa", n=60))
-    chosen = [e for e in pool if len(e.gold) >= 6 and e.gold.lower() not in ("yes", "no")][:5]
-    assert len(chosen) == 5
-    ids = "[" + ",".join(e.id for e in chosen) + "]"
-    golds = {e.id: e.gold for e in chosen}
+    picked = chosen()
+    ids = "[" + ",".join(e.id for e in picked) + "]"
+    golds = {e.id: e.gold for e in picked}
 
     def run(name: str, answers: list[str]) -> Path:
         path = tmp_path / f"{name}.json"
@@ -241,7 +248,7 @@ def test_compare_says_when_two_runs_rank_one_way_by_exact_match_and_the_other_ju
         assert sorted(by_id.values()) == sorted(answers)  # served in the order of ids
         return folder
 
-    g = [golds[e.id] for e in chosen]
+    g = [golds[e.id] for e in picked]
     a = run("a", [g[0], g[1], "Nobody", "Nobody", "Nobody"])
     b = run("b", [g[0], f"{g[1]} city", f"{g[2]} city", f"{g[3]} city", "Nobody"])
     assert (
@@ -254,3 +261,19 @@ def test_compare_says_when_two_runs_rank_one_way_by_exact_match_and_the_other_ju
     table = (tmp_path / "study" / "table1.md").read_text()
     assert "HotpotQA EM rules (heuristic)" in table and "+3 misses accepted" in table
     assert "# Paired comparisons judged" in (tmp_path / "study" / "paired.md").read_text()
+
+
+def test_a_reply_that_is_no_grade_is_recorded_unreadable_and_counted(
+    tmp_path: Path, template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    with MessagesServer(responder=lambda body: Reply.text("I would say A, probably")) as server:
+        run = scripted_run(
+            tmp_path, "judge=claude-sonnet-4-6", f"judge.base_url={server.base_url}", f"judge.api_key_env={KEY_ENV}"
+        )
+        assert len(judged(server)) == 2
+    asked = [v for v in map(json.loads, (run / "judged.jsonl").read_text().splitlines()) if v["by"] == "judge"]
+    assert [v["verdict"] for v in asked] == [None, None] and asked[0]["reply"] == "I would say A, probably"
+    m = metrics(run)
+    assert m["judge"]["unreadable"] == 2 and m["judge"]["unjudged"] == 0
+    assert m["judged"]["mean"] == pytest.approx(2 / N)  # never guessed: only the hits by rule are right

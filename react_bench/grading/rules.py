@@ -71,15 +71,20 @@ def contains(longer: str, shorter: str) -> bool:
     return f" {shorter}" in f" {longer}"
 
 
-def listing(raw: str, shorter: str) -> bool:
-    """Whether ``raw`` is a list of candidates with ``shorter`` one of them: three parts or more
-    (split at , ; / & "and" "or"), or two with the other of two words or more ("Annie Morton, Terry
-    Richardson"; not "Las Vegas, Nevada")."""
-    parts = [normalize_answer(x) for x in _SEPARATORS.split(raw)]
-    parts = [x for x in parts if x]
-    if len(parts) < 2 or shorter not in parts:
+def listing(raw: str, gold: str) -> bool:
+    """Whether the answer ``raw`` is a list of candidates with the gold one of them: what is left
+    once the gold is taken out holds a separator (, ; / & "and" "or") and two words or more, or
+    two parts or more ("Annie Morton, Terry Richardson" for "Terry Richardson"; not "Las Vegas,
+    Nevada" for "Las Vegas")."""
+    at = raw.lower().find(gold.lower()) if gold.strip() else -1
+    if at < 0:  # the gold is in it only once normalised: read the parts as they are
+        parts = [x for x in (normalize_answer(p) for p in _SEPARATORS.split(raw)) if x]
+        return len(parts) >= 3 or (len(parts) == 2 and normalize_answer(gold) in parts)
+    rest = raw[:at] + " " + raw[at + len(gold) :]
+    if not _SEPARATORS.search(rest):
         return False
-    return len(parts) >= 3 or any(len(x.split()) >= 2 for x in parts if x != shorter)
+    parts = [x for x in (normalize_answer(p) for p in _SEPARATORS.split(rest)) if x]
+    return len(normalize_answer(rest).split()) >= 2 or len(parts) >= 2
 
 
 def rules_verdict(prediction: str, gold: str) -> Verdict:
@@ -90,6 +95,6 @@ def rules_verdict(prediction: str, gold: str) -> Verdict:
         return "INCORRECT"  # a gold that normalises to nothing credits nothing (the audit lists it)
     if p == g or numbers_as_digits(p) == numbers_as_digits(g):
         return "CORRECT"
-    if (contains(p, g) and not listing(prediction, g)) or contains(g, p):
+    if (contains(p, g) and not listing(prediction, gold)) or contains(g, p):
         return "CORRECT"
     return "CORRECT" if f1_score(prediction, gold) >= MIN_F1 else "INCORRECT"
