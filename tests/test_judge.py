@@ -20,7 +20,6 @@ from react_bench.metrics import exact_match
 from react_bench.testing.messages_server import MessagesServer
 from react_bench.testing.sse import Reply
 from tests.support import REPO, eval_py, records, run_dir_of
-from tests.support_oracle import gold_answers
 
 KEY_ENV = "JUDGE_TEST_KEY"
 N = 5
