@@ -26,6 +26,8 @@ COMMANDS = {
     "annotate": "label trajectories for the paper's error analysis (Table 2)",
     "fork": "a recorded trajectory forked at a step with an edited thought (the paper's Figure 5)",
     "drift": "a recorded run's examples again against the model as it answers now: what changed",
+    "judge": "a run's answers read again beside exact match: an LLM judge (SimpleQA's grader) or the rules",
+    "audit": "the grader's own checks: null and oracle agents, candidate lists, gold isolation, label errors",
     "plan": "from a pilot run, the examples and trials needed to detect a difference, and their price",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
