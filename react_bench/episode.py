@@ -25,7 +25,6 @@ from react_bench.methods.registry import get_method
 from react_bench.models.base import ATTEMPT
 from react_bench.models.counting import Counts, counting_scope
 from react_bench.models.replay import Recorded, example_scope
-from react_bench.paths import CONFIGS
 from react_bench.prompts import PAPER_SOURCE, PaperPrompts, PromptSpec, load_instruction, with_shots
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
@@ -158,14 +157,9 @@ def judge_model(name: str, cfg: RunConfig) -> Any:
     """A method's second model (``Method.judge``, e.g. ``reflexion.judge=<name>``): the model of
     ``configs/model/<name>.yaml``,
     with the run's request cache and recording (its calls are the example's, in the cassette)."""
-    import yaml
-
     from react_bench.models import build_stack
     from react_bench.models.stack import ModelSpec
+    from react_bench.paths import model_file
 
-    path = CONFIGS / "model" / f"{name}.yaml"
-    if not path.is_file():
-        choices = ", ".join(sorted(p.stem for p in (CONFIGS / "model").glob("*.yaml")))
-        raise ConfigError(f"reflexion.judge={name}: no configs/model/{name}.yaml; one of {choices}")
-    spec = ModelSpec.from_mapping(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    spec = ModelSpec.from_mapping(model_file(name, "reflexion.judge"))
     return build_stack(spec, request_cache=cfg.request_cache, sends=not cfg.dry_run).top

@@ -25,17 +25,11 @@ from react_bench.errors import ConfigError  # noqa: E402
 from react_bench.models.base import ModelError  # noqa: E402
 from react_bench.tasks import DataError  # noqa: E402
 
-CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
 
 def _model(name: str) -> dict[str, Any]:
-    import yaml
+    from react_bench.paths import model_file
 
-    path = CONFIGS / "model" / f"{name}.yaml"
-    if not path.is_file():
-        choices = ", ".join(sorted(p.stem for p in (CONFIGS / "model").glob("*.yaml")))
-        raise ConfigError(f"model={name}: no configs/model/{name}.yaml; one of {choices}")
-    return dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return model_file(name, "model")
 
 
 def main(argv: list[str] | None = None) -> int:

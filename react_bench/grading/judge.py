@@ -125,17 +125,11 @@ def parse_verdict(reply: str) -> Verdict | None:
 
 def model_spec(settings: JudgeSettings) -> Any:
     """The judge's ``ModelSpec``: configs/model/<name>.yaml with ``judge.base_url`` / ``judge.api_key_env``."""
-    import yaml
-
     from react_bench.models.stack import ModelSpec
-    from react_bench.paths import CONFIGS
+    from react_bench.paths import model_file
 
     name = settings.model or ""
-    path = CONFIGS / "model" / f"{name}.yaml"
-    if not path.is_file():
-        choices = ", ".join(sorted(p.stem for p in (CONFIGS / "model").glob("*.yaml")))
-        raise ConfigError(f"judge={name}: no configs/model/{name}.yaml; one of rules, {choices}")
-    values = dict(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    values = model_file(name, "judge")  # (or judge=rules: the heuristic)
     if values.get("provider") in ("replay", "scripted"):
         raise ConfigError(f"judge={name}: a judge is a model that answers (claude-*, openai, local), not {name}")
     for key in ("base_url", "api_key_env"):
