@@ -1,6 +1,7 @@
 """The grader's own checks (react_bench/grading/audit.py says which), with agents that need no model:
 
     python scripts/audit.py task=hotpotqa n=30                 # the task's split: null, oracle, candidates, ...
+    python scripts/audit.py task=hotpotqa n=30 judge=claude-haiku-4-5   # the judge held to them too
     python scripts/audit.py RUN_DIR [RUN_DIR ...]              # a study's runs (or its results folder):
                                                                # label-error candidates too
     python scripts/audit.py recorded=all                       # the rule tier on recorded public runs
@@ -62,6 +63,33 @@ def recorded(settings: dict[str, str]) -> int:
     return 0
 
 
+def ask_judge(settings: dict[str, str], items: list, info: object) -> dict[tuple[str, str], object]:
+    """The judge's verdicts on the audit's agents' answers, asked beforehand ((gold, answer) -> verdict)."""
+    import asyncio
+
+    from react_bench.grading.audit import judge_triples
+    from react_bench.grading.judge import JudgeSettings, ask, check_judge, check_task
+
+    judge = JudgeSettings.from_mapping(
+        {
+            "model": settings["judge"],
+            "base_url": settings.get("judge.base_url"),
+            "api_key_env": settings.get("judge.api_key_env"),
+        }
+    )
+    if judge.kind != "judge":
+        raise ConfigError("judge=<configs/model name>: the audit's rules run always; judge= adds a model")
+    check_task(judge, info)
+    check_judge(judge)
+    triples = judge_triples(items)
+    print(f"audit: {len(triples)} answer(s) of the null, oracle and candidate agents to judge={judge.model}")
+    verdicts = asyncio.run(ask(judge, triples, batch=settings.get("batch", "false").lower() == "true"))
+    failed = [v for v in verdicts if isinstance(v, str) and v not in ("CORRECT", "INCORRECT", "NOT_ATTEMPTED")]
+    if failed:
+        raise ConfigError(f"judge={judge.model}: {len(failed)} answer(s) not judged ({failed[0]}); nothing was guessed")
+    return {(g, p): v for (_, g, p), v in zip(triples, verdicts, strict=True)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("items", nargs="*", help="task=, n=, split=, data_dir=, out=DIR; or run folders")
@@ -76,9 +104,13 @@ def main(argv: list[str] | None = None) -> int:
         from react_bench.record import RunHeader
         from react_bench.tasks import TaskConfig, load_task
 
-        unknown = sorted(set(settings) - {"task", "n", "split", "out", "data_dir"})
+        judge_keys = {"judge", "judge.base_url", "judge.api_key_env", "batch"}
+        unknown = sorted(set(settings) - {"task", "n", "split", "out", "data_dir"} - judge_keys)
         if unknown:
-            raise ConfigError(f"{unknown[0]}=: audit.py takes task=, n=, split=, data_dir=, out=")
+            raise ConfigError(
+                f"{unknown[0]}=: audit.py takes task=, n=, split=, data_dir=, out=, judge=<name> "
+                "(judge.base_url=, judge.api_key_env=, batch=true)"
+            )
         runs = _runs(paths)
         task_name = settings.get("task") or (RunHeader.read(runs[0]).task if runs else "hotpotqa")
         if runs and any(RunHeader.read(r).task != task_name for r in runs):
@@ -102,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 texts += [spec.instruction, spec.exemplars, *(v for _, v in spec.variants)]
             prompt_text = "\n".join(texts)
-        report = audit(items_of(examples), grader_of(task), prompt_text, run_records(runs) if runs else None)
+        items = items_of(examples)
+        judged = ask_judge(settings, items, task.info) if settings.get("judge") else None
+        report = audit(items, grader_of(task, judged), prompt_text, run_records(runs) if runs else None)
     except (ConfigError, DataError) as exc:
         print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
         return 2

@@ -276,3 +276,33 @@ def test_a_reply_that_is_no_grade_is_recorded_unreadable_and_counted(
     m = metrics(run)
     assert m["judge"]["unreadable"] == 2 and m["judge"]["unjudged"] == 0
     assert m["judged"]["mean"] == pytest.approx(2 / N)  # never guessed: only the hits by rule are right
+
+
+def strict(body: dict) -> Reply:
+    """A judge that accepts the gold itself and nothing else."""
+    _, gold, predicted = judge_fields(body)
+    return Reply.text("A" if gold.strip().lower() == predicted.strip().lower() else "B")
+
+
+@pytest.mark.parametrize(("responder", "holds"), [(strict, True), (lenient, False)])
+def test_the_audit_holds_the_judge_to_the_null_oracle_and_candidate_agents(
+    tmp_path: Path, template: str, monkeypatch: pytest.MonkeyPatch, responder, holds: bool
+) -> None:
+    """A judge that credits an answer listing every candidate is caught by the candidates check."""
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    with MessagesServer(responder=responder) as server:
+        done = subprocess.run(
+            [sys.executable, str(REPO / "scripts" / "audit.py"), "task=hotpotqa", "n=10", f"out={tmp_path}",
+             "judge=claude-sonnet-4-6", f"judge.base_url={server.base_url}", f"judge.api_key_env={KEY_ENV}"],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr[-2000:]
+        asked = len(judged(server))
+    checks = json.loads((tmp_path / "audit.json").read_text())["checks"]
+    assert asked >= 20  # "unknown" and the gold for each of the 10, and the candidate lists
+    assert checks["oracle"]["scores"]["judge"] == 100.0
+    assert checks["candidates"]["ok"] is holds
+    if holds:
+        assert checks["null"]["scores"]["unknown"]["judge"] == 0.0
+    else:  # it credits every list holding the gold (and "unknown" where the gold is "no": it is in it)
+        assert all("judge" in d["credited_by"] for d in checks["candidates"]["credited"])

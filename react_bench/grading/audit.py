@@ -1,12 +1,14 @@
 """The grader's own checks (``scripts/audit.py``), after the Agentic Benchmark Checklist (Zhu et
 al. 2025): agents that need no model, run against the task's own scoring and the rule tier.
 
-- **null**: an empty answer and "unknown" must score 0 under every metric and the rules.
+- **null**: an empty answer and "unknown" must score 0 under every metric, the rules and (with
+  ``judge=<name>``: the agents' answers asked of it beforehand, ``judge_triples``) the judge.
 - **oracle**: the gold as the answer must score 100. A gold that fails its own grader (empty,
   punctuation only, lost in normalisation: an F1 of 0 against itself) is listed as a data defect,
   with its id; the oracle's figure is then 100 less those.
 - **candidates**: an answer that lists every candidate entity of the question's pages (its
-  supporting pages' titles) and the gold among them must not be credited by the rules.
+  supporting pages' titles) and the gold among them must not be credited by the rules (nor the
+  judge, with ``judge=``).
 - **isolation**: gold answers found verbatim (normalised, whole words, 4 characters or more) in the
   prompt's instruction or exemplars.
 - **duplicates**: questions that normalise to the same text within the split.
@@ -46,16 +48,32 @@ class Item:
     candidates: tuple[str, ...] = ()
 
 
-def grader_of(task: Any) -> Grader:
-    """The task's own metrics and the rule tier (``rules``: 1 when CORRECT)."""
+def grader_of(task: Any, judged: Mapping[tuple[str, str], Any] | None = None) -> Grader:
+    """The task's own metrics, the rule tier (``rules``: 1 when CORRECT) and, where ``judged`` is
+    given ((gold, prediction) -> the judge's verdict, asked beforehand: ``judge_triples``), the judge
+    (``judge``: 1 when CORRECT; an empty answer is NOT_ATTEMPTED without a call, as in a run)."""
 
     def grade(prediction: str, gold: str) -> dict[str, float]:
         scores = {k: float(v) for k, v in task.score(prediction, gold).items() if k in task.info.metrics}
         if task.info.grounded_answers:
             scores["rules"] = float(rules_verdict(prediction, gold) == "CORRECT")
+        if judged is not None:
+            verdict = "NOT_ATTEMPTED" if not normalize_answer(prediction) else judged.get((gold, prediction))
+            scores["judge"] = float(verdict == "CORRECT")
         return scores
 
     return grade
+
+
+def judge_triples(items: Sequence[Item]) -> list[tuple[str, str, str]]:
+    """(question, gold, prediction) the judge is asked for the audit's agents: "unknown" (null), the
+    gold itself (oracle: sent, as ``judge.all=true`` would) and the list of every candidate."""
+    out = []
+    for item in items:
+        out += [(item.question, item.gold, "unknown"), (item.question, item.gold, item.gold)]
+        if item.candidates and normalize_answer(item.gold) not in ("yes", "no", ""):
+            out.append((item.question, item.gold, candidates_answer(item)))
+    return out
 
 
 def items_of(examples: Iterable[Any]) -> list[Item]:
@@ -120,7 +138,7 @@ def candidates_check(items: Sequence[Item], grade: Grader) -> dict[str, Any]:
         tried += 1
         answer = candidates_answer(item)
         scores = grade(answer, item.gold)
-        hit = sorted(n for n in ("em", "rules") if scores.get(n, 0) > 0)
+        hit = sorted(n for n in ("em", "rules", "judge") if scores.get(n, 0) > 0)
         if hit:
             credited.append({"id": item.id, "answer": answer, "gold": item.gold, "credited_by": ", ".join(hit)})
     return {"check": "candidates", "ok": not credited, "tried": tried, "credited": credited}

@@ -322,6 +322,39 @@ async def judge_run(
     return done
 
 
+async def ask(
+    settings: JudgeSettings,
+    triples: Sequence[tuple[str, str, str]],
+    *,
+    batch: bool = False,
+    poll_s: float = 30.0,
+    request_cache: str = "on",
+    out: TextIO | None = None,
+) -> list[Verdict | None | str]:
+    """The judge's verdict on each (question, gold, prediction), asked as a run's are (the audit's
+    agents): a verdict, None for an unreadable reply, or why it could not be asked (a str)."""
+    from react_bench.models import build_stack
+
+    say: Callable[[str], None] = lambda line: print(line, file=out or sys.stdout, flush=True)  # noqa: E731
+    template = grader_template(out)
+    stack = build_stack(model_spec(settings), request_cache=request_cache, record=False)  # type: ignore[arg-type]
+    try:
+        todo = []
+        for n, (question, gold, prediction) in enumerate(triples):
+            request = judge_request(fill(template, question, gold, prediction))
+            todo.append(
+                _Ask((str(n), 1), {"gold": gold, "prediction": prediction}, request, _request_key(stack, request))
+            )
+        answers = await (_batched(stack, todo, poll_s, say) if batch else _live(stack, todo))
+    finally:
+        await stack.aclose()
+    found: list[Verdict | None | str] = []
+    for a in todo:
+        answer = answers.get(a.request_key)
+        found.append(parse_verdict(answer[0].text) if isinstance(answer, tuple) else str(answer or "no answer"))
+    return found
+
+
 def _request_key(stack: Any, request: ModelRequest) -> str:
     from react_bench.models.cache import request_key
 
