@@ -306,3 +306,16 @@ def test_the_audit_holds_the_judge_to_the_null_oracle_and_candidate_agents(
         assert checks["null"]["scores"]["unknown"]["judge"] == 0.0
     else:  # it credits every list holding the gold (and "unknown" where the gold is "no": it is in it)
         assert all("judge" in d["credited_by"] for d in checks["candidates"]["credited"])
+
+
+def test_the_dry_run_prices_the_judge(tmp_path: Path, template: str) -> None:
+    from tests.support import eval_without_a_key
+
+    done = eval_without_a_key(
+        "model=claude-sonnet-4-6", "dry_run=true", "n=4", f"results_dir={tmp_path}", "judge=claude-haiku-4-5"
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "judge: at most 4 calls to claude-haiku-4-5" in done.stdout
+    summary = json.loads(next(tmp_path.rglob("dry_run.json")).read_text())
+    assert summary["judge"]["calls_at_most"] == 4 and summary["judge"]["cost_usd"] > 0
+    assert summary["judge"]["input_tokens"] > 4 * len(template) // 5  # the template, filled, each time
