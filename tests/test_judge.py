@@ -319,3 +319,29 @@ def test_the_dry_run_prices_the_judge(tmp_path: Path, template: str) -> None:
     summary = json.loads(next(tmp_path.rglob("dry_run.json")).read_text())
     assert summary["judge"]["calls_at_most"] == 4 and summary["judge"]["cost_usd"] > 0
     assert summary["judge"]["input_tokens"] > 4 * len(template) // 5  # the template, filled, each time
+
+
+def test_a_judging_killed_while_its_batch_runs_collects_that_batch_the_next_time(
+    tmp_path: Path, template: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, "test-key-not-real")
+    run = scripted_run(tmp_path)
+    with MessagesServer(responder=lenient) as server:
+        server.batch_latency_s = 3.0
+        command = [
+            sys.executable, "-u", str(REPO / "scripts" / "judge.py"), str(run), "judge=claude-sonnet-4-6",
+            f"judge.base_url={server.base_url}", f"judge.api_key_env={KEY_ENV}", "batch=true", "batch_poll_s=0.2",
+        ]  # fmt: skip
+        first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert first.stdout is not None
+        for line in first.stdout:
+            if line.startswith("judge: batch ") and "request(s)" in line:
+                break
+        first.kill()
+        first.wait(timeout=60)
+        assert len(server.batches) == 1 and not (run / "judged.jsonl").read_text().count('"by": "judge"')
+        again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert len(server.batches) == 1 and judged(server) == []  # collected by its id, nothing sent again
+    assert "collected by id" in again.stdout
+    assert metrics(run)["judge"]["unjudged"] == 0 and metrics(run)["judged"]["mean"] == pytest.approx(3 / N)

@@ -299,7 +299,7 @@ async def judge_run(
                     + f" (SimpleQA's grader; {len(rows) + len(again)} settled without a call)"
                 )
             if batch and todo:
-                answers = await _batched(stack, todo, poll_s, say)
+                answers = await _batched(stack, todo, poll_s, say, run_dir)
             else:
                 answers = await _live(stack, todo)
             lines = []
@@ -404,11 +404,19 @@ async def _live(stack: Any, todo: Sequence[_Ask]) -> dict[str, tuple[ModelRespon
     return answers
 
 
+BATCHES_FILE = (
+    "judge_batches.json"  # the judge's batches of a run folder: a killed judging collects them, never resends
+)
+
+
 async def _batched(
-    stack: Any, todo: Sequence[_Ask], poll_s: float, say: Callable[[str], None]
+    stack: Any, todo: Sequence[_Ask], poll_s: float, say: Callable[[str], None], state_dir: Path | None = None
 ) -> dict[str, tuple[ModelResponse, bool, bool] | str]:
     """The requests not in the request cache in batches (the API's limits), polled until they
-    end; each answer stored in the request cache, as a batch round's are."""
+    end; each answer stored in the request cache, as a batch round's are. ``state_dir``: each
+    batch's id and requests are written to its judge_batches.json as it is made, so a judging killed
+    while a batch runs collects that batch the next time (by its id) instead of sending it again."""
+    from react_bench import rundir
     from react_bench.executors.rounds import batch_client
     from react_bench.models.cache import read_entry, write_entry
     from react_bench.types import response_to_dict
@@ -422,12 +430,30 @@ async def _batched(
             answers[ask.request_key] = (stored, True, False)
         else:
             send[ask.request_key] = ask.request
-    items = list(send.items())
+    state_path = state_dir / BATCHES_FILE if state_dir is not None else None
+    state: dict[str, Any] = {"batches": []}
+    if state_path is not None and state_path.is_file():
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+    made = [
+        (b["id"], [(cid, send[cid]) for cid in b["requests"] if cid in send])
+        for b in state["batches"]
+        if not b.get("collected")
+    ]
+    made = [(bid, chunk) for bid, chunk in made if chunk]
+    if made:
+        say(f"judge: {len(made)} batch(es) of an earlier judging, collected by id")
+    taken = {cid for _, chunk in made for cid, _ in chunk}
+    items = [(cid, r) for cid, r in send.items() if cid not in taken]
     size = max(1, int(client.batch_limits[0]))
     for start in range(0, len(items), size):
-        chunk = items[start : start + size]
+        made.append(("", items[start : start + size]))
+    for batch_id, chunk in made:
         try:
-            batch_id = await client.batch_create(chunk)
+            if not batch_id:
+                batch_id = await client.batch_create(chunk)
+                state["batches"].append({"id": batch_id, "requests": [cid for cid, _ in chunk]})
+                if state_path is not None:
+                    rundir.write_json(state_path, state)
             started = time.monotonic()
             say(f"judge: batch {batch_id}: {len(chunk)} request(s)")
             while True:
@@ -448,6 +474,11 @@ async def _batched(
                 answers[cid] = (result, False, True)
             else:
                 answers[cid] = str(result or "no result in the batch")
+        for entry in state["batches"]:
+            if entry["id"] == batch_id:
+                entry["collected"] = True
+        if state_path is not None:
+            rundir.write_json(state_path, state)
     return answers
 
 
