@@ -96,7 +96,7 @@ class Summary:
         self.groups: dict[str, dict[str, list[float]]] = {}
         self.attempts: dict[str, list[bool]] = {}  # id -> outcome per attempt (epochs > 1)
         # judge= (grading.judge): the verdict file beside the run, and each record's key to join on
-        from react_bench.grading.judge import JUDGE_FILE, RULES_FILE
+        from react_bench.grading.verdicts import JUDGE_FILE, RULES_FILE
 
         self.judge_file = next((f for f in (JUDGE_FILE, RULES_FILE) if (self.run_dir / f).is_file()), None)
         self.keys: list[dict[str, Any]] = []
@@ -165,7 +165,7 @@ class Summary:
         verdict line, and the ``judge`` block; nothing where the run was not judged."""
         if self.judge_file is None:
             return {}, (), None
-        from react_bench.grading.judge import RULES_FILE, summary, verdicts
+        from react_bench.grading.verdicts import RULES_FILE, summary, verdicts
 
         lines = verdicts(self.run_dir, self.judge_file)
         block = summary(self.keys, lines)

@@ -28,7 +28,7 @@ from typing import Any, Literal, cast, get_args
 from react_bench.console import Show, check_show
 from react_bench.context import ContextConfig
 from react_bench.errors import ConfigError, check_known, settings_of
-from react_bench.grading.judge import JudgeSettings, check_task
+from react_bench.grading.verdicts import JudgeSettings, check_task
 from react_bench.loop import LoopConfig
 from react_bench.methods.core import ModeSpec, SolveSettings
 from react_bench.methods.registry import get_method, methods, settle

@@ -68,7 +68,8 @@ def ask_judge(settings: dict[str, str], items: list, info: object) -> dict[tuple
     import asyncio
 
     from react_bench.grading.audit import judge_triples
-    from react_bench.grading.judge import JudgeSettings, ask, check_judge, check_task
+    from react_bench.grading.judge import ask, check_judge
+    from react_bench.grading.verdicts import JudgeSettings, check_task
 
     judge = JudgeSettings.from_mapping(
         {

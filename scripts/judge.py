@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
             if not sep or key not in KEYS:
                 raise ConfigError(f"{setting}: judge.py takes {', '.join(k + '=' for k in KEYS)}")
             values["judge.model" if key == "judge" else key] = value
-        from react_bench.grading.judge import JudgeSettings, check_judge, check_task, judge_line, judge_run
+        from react_bench.grading.judge import check_judge, judge_line, judge_run
+        from react_bench.grading.verdicts import JudgeSettings, check_task
         from react_bench.record import RunHeader
         from react_bench.tasks import task_info
 

@@ -55,7 +55,7 @@ def paired_test(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
 def judged_first(run_dir: str | Path) -> dict[str, bool] | None:
     """id -> judged CORRECT (each example's first attempt), from the run's verdict file; None where
     the run was not judged, or not every example was (no partial figure is compared)."""
-    from react_bench.grading.judge import JUDGE_FILE, RULES_FILE, verdicts
+    from react_bench.grading.verdicts import JUDGE_FILE, RULES_FILE, verdicts
 
     folder = Path(run_dir)
     name = next((f for f in (JUDGE_FILE, RULES_FILE) if (folder / f).is_file()), None)
