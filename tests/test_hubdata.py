@@ -231,23 +231,22 @@ def test_the_hub_ci_serves_from_a_prepared_folder_builds_both_tasks_data(data_di
     """CI's main pass (.ci/run): the hub stand-in over a data folder's copies (the session's: prepared, or
     generated on a clone alone), and a task's first build from it as a user's clone makes it (bounded
     downloads, then datasets over the local files)."""
-    prepared_dir = data_dir
     from react_bench.tasks import fever, hotpotqa
     from react_bench.testing.hub_server import repos_from_prepared
 
-    repos = repos_from_prepared(prepared_dir, tmp_path / "hub")
+    repos = repos_from_prepared(data_dir, tmp_path / "hub")
     monkeypatch.setenv("REACT_BENCH_CACHE", str(tmp_path / "cache"))
     with HubStandIn(repos) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)
         hot = hotpotqa.RECIPE.build()
         fev = fever.RECIPE.build()
         sent = hub.downloads()
-    prepared = json.loads((prepared_dir / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text())
+    copied = json.loads((data_dir / "hotpotqa" / "hotpot_dev_distractor_685.json").read_text())
     built = json.loads((hot / hotpotqa.RECIPE.files["wiki"]).read_text())
-    assert [r["_id"] for r in built] == [r["_id"] for r in prepared]
-    assert [r["context"] for r in built] == [r["context"] for r in prepared]
+    assert [r["_id"] for r in built] == [r["_id"] for r in copied]
+    assert [r["context"] for r in built] == [r["context"] for r in copied]
     claims = (fev / fever.RECIPE.files["offline"]).read_text().splitlines()
-    assert len(claims) == len((prepared_dir / "fever" / "paper_test_with_evidence.jsonl").read_text().splitlines())
+    assert len(claims) == len((data_dir / "fever" / "paper_test_with_evidence.jsonl").read_text().splitlines())
     assert (fev / fever.RECIPE.files["wiki"]).stat().st_size > 0
     resolved = sorted(p.rsplit("/", 1)[1] for p in sent if "/resolve/" in p)  # (each redirected once to the CDN)
     assert resolved == ["0000.parquet", "0000.parquet", "validation-00000-of-00001.parquet"]  # one file a split
