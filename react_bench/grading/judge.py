@@ -218,7 +218,7 @@ async def judge_run(
             asks.append(_Ask(key, record, request, rkey))
     _append(path, rows)
     done.written += len(rows)
-    if asks and stack is not None:
+    if stack is not None:
         try:
             replayed = _cassette_verdicts(run_dir, settings.file)
             again = [a for a in asks if a.request_key in replayed]

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.errors import ConfigError
-from react_bench.types import Usage
 
 JUDGE_FILE = "judged.jsonl"
 RULES_FILE = "rules.jsonl"
@@ -90,7 +89,7 @@ def verdicts(run_dir: Path, file: str = JUDGE_FILE) -> dict[tuple[str, int], dic
 def summary(records: Sequence[Mapping[str, Any]], lines: Mapping[tuple[str, int], Mapping[str, Any]]) -> dict[str, Any]:
     """The ``judge`` block of metrics.json over a run's records and their verdict lines."""
     counts = {"correct": 0, "accepted_misses": 0, "rejected_hits": 0, "unreadable": 0, "not_attempted": 0}
-    unjudged, calls, usage, spent = 0, 0, Usage(), 0.0
+    unjudged, calls, spent = 0, 0, 0.0
     priced = True
     judge = model = prompt = None
     for record in records:
@@ -107,9 +106,6 @@ def summary(records: Sequence[Mapping[str, Any]], lines: Mapping[tuple[str, int]
         if row.get("by") == "judge":
             judge, model, prompt = row.get("judge"), row.get("model") or model, row.get("prompt_sha256")
             calls += not row.get("cached")
-            usage = usage + Usage(
-                **{k: int(v) for k, v in (row.get("usage") or {}).items() if k in Usage.__annotations__}
-            )
             if row.get("cost_usd") is None and not row.get("cached"):
                 priced = False
             spent += float(row.get("cost_usd") or 0.0)
