@@ -31,15 +31,14 @@ from react_bench.events import (
     AssistantTextDelta,
     AssistantThinkingDelta,
     EpisodeFinished,
+    MethodStage,
     ParseError,
     RunProgress,
-    SearchIteration,
     StepFinished,
     StepStarted,
     ToolCalled,
     ToolExecutionFinished,
     ToolExecutionStarted,
-    TrialStarted,
 )
 from react_bench.record import ExampleRecord
 
@@ -84,10 +83,10 @@ class ProgressBar:
         self._steps[example_id] = step
         self._show(refresh=True)
 
-    def trial(self, example_id: str, trial: int, trials: int, what: str = "trial") -> None:
-        """A Reflexion trial (or a LATS iteration, ``what``) has started: its steps count from 1
-        again, so the line says which."""
-        self._trials[example_id] = f"{what} {trial}/{trials}, "
+    def stage(self, example_id: str, what: str, index: int, total: int) -> None:
+        """A method's stage (``events.MethodStage``: a Reflexion trial, a LATS iteration) has started:
+        its steps count from 1 again, so the line says which."""
+        self._trials[example_id] = f"{what} {index}/{total}, "
         self._steps.pop(example_id, None)
         self._show(refresh=True)
 
@@ -142,12 +141,9 @@ class TrajectoryPrinter:
 
     def __call__(self, example_id: str, event: AgentEvent) -> None:
         match event:
-            case TrialStarted(trial=trial, trials=trials):
+            case MethodStage(what=what, index=index, total=total, detail=detail):
                 self._flush(example_id)
-                self._line(example_id, f"=== trial {trial}/{trials}")
-            case SearchIteration(iteration=iteration, iterations=iterations, nodes=nodes):
-                self._flush(example_id)
-                self._line(example_id, f"=== search iteration {iteration}/{iterations} ({nodes} nodes)")
+                self._line(example_id, f"=== {what} {index}/{total}" + (f" ({detail})" if detail else ""))
             case StepStarted(step=step):
                 self._step[example_id], self._labelled[example_id] = step, False
                 self._line(example_id, f"--- step {step}")

@@ -107,6 +107,32 @@ class EnvFactory(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class ShopPages(Protocol):
+    """A shop's pages as a method that reads them its own way takes them (LATS's official WebShop
+    port, which renders pages and sends searches as the WebShop environment does): the shop's
+    address, a path's HTML (blocking), a search text as it can be sent, and a page's HTML as the
+    environment's renderer reads it (an object with ``text``, ``options``, ``asins``, ``reward``).
+    The WebShop environment is one; a method reaches a shop through this seam only."""
+
+    url: str
+
+    def get_page(self, path: str) -> str: ...
+
+    def sendable_query(self, query: str) -> str: ...
+
+    def page_view(self, html: str, url: str, first_page: bool, results_shown: int) -> Any: ...
+
+
+@runtime_checkable
+class ShopFactory(Protocol):
+    """An ``EnvFactory`` whose environments are a shop's pages (``ShopPages``): ``pages()`` gives one."""
+
+    def __call__(self) -> Environment: ...
+
+    def pages(self) -> ShopPages: ...
+
+
 T = TypeVar("T")
 
 

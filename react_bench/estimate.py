@@ -54,14 +54,14 @@ def estimate_example(
     """One example, priced by its method (``Method.estimate``; ``methods/pricing.py`` for a mode of
     parts). ``long_cache``: the prefix every example shares written with the 1-hour lifetime (batch
     rounds), at its rate."""
-    return solver.method.estimate(solver, question, Pricing(caching, minimum, exemplars_cached, long_cache))
+    return solver.method.price.estimate(solver, question, Pricing(caching, minimum, exemplars_cached, long_cache))
 
 
 def rounds(solver: Solver) -> int:
     """``batch=true``: the most rounds an example can take, its calls one after another (its
     method's ``rounds``: every episode to its step cap; CoT-SC's samples in one round; a
     reflection between trials; a search's expansions)."""
-    return solver.method.rounds(solver)
+    return solver.method.price.rounds(solver)
 
 
 def estimate_run(

@@ -40,11 +40,11 @@ from react_bench.environment import EnvFactory
 from react_bench.episode import Solved, build_solver, env_config, not_the_papers
 from react_bench.errors import ConfigError
 from react_bench.estimate import Budget
-from react_bench.events import AgentEvent, RunProgress, SearchIteration, StepStarted, TrialStarted
+from react_bench.events import AgentEvent, MethodStage, RunProgress, StepStarted
 from react_bench.executors import start_executor
 from react_bench.executors.base import Executor
 from react_bench.executors.rounds import Ticket
-from react_bench.methods.core import METHOD_FIELDS, Outcome, Solver
+from react_bench.methods.core import Outcome, Solver
 from react_bench.methods.registry import get_method
 from react_bench.metrics import protocol_fingerprint
 from react_bench.models import ModelStack, build_stack, capabilities_to_dict
@@ -239,7 +239,7 @@ class Run:
             "fingerprint": self.fingerprint,
             "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             # URL credentials never reach the folder (resume takes the endpoint from the user's config)
-            "config": redacted(_jsonable(asdict(cfg))),
+            "config": redacted(_run_json_config(cfg)),
             "composed": redacted(cfg.composed),  # the settings as composed: what resume and replay start from
             # this user's signature of where the requests go and which variable holds the key:
             # resume keeps a route only this user chose (runconfig.own_route)
@@ -352,16 +352,17 @@ class Run:
         }
         cost_text = "unknown (no price for this model)" if cost is None else f"${cost:.2f}"
         calls_said, bound_said = f"at most {estimate.calls} calls", "an upper bound: every episode to the step cap"
-        expected = self.solver.method.calls_at_most(self.solver)  # the estimate is expected, not the most
+        price = self.solver.method.price
+        expected = price.calls_at_most(self.solver)  # the estimate is expected, not the most
         if expected is not None:
             most = len(examples) * expected
             summary.update(
                 calls_at_most=most,
                 calls_expected=estimate.calls,
-                note=f"expected: {self.solver.method.expected_said(self.solver)} (at most: every call it can make)",
+                note=f"expected: {price.expected_said(self.solver)} (at most: every call it can make)",
             )
             calls_said = f"about {estimate.calls} calls (at most {most})"
-            bound_said = self.solver.method.expected_said(self.solver)
+            bound_said = price.expected_said(self.solver)
         lines = [
             f"dry run (no model call): {len(examples)} examples, {calls_said}, about "
             f"{u.total_input_tokens} input tokens ({u.cache_read_input_tokens} read from the prompt cache, "
@@ -422,10 +423,8 @@ class Run:
         def heartbeat(example_id: str, event: AgentEvent) -> None:
             if isinstance(event, StepStarted):  # the bar names the step in progress: a long first example
                 bar.heartbeat(example_id, event.step)  # is not silence
-            elif isinstance(event, TrialStarted):  # Reflexion: and the trial it is in
-                bar.trial(example_id, event.trial, event.trials)
-            elif isinstance(event, SearchIteration):  # LATS: and the iteration it is in
-                bar.trial(example_id, event.iteration, event.iterations, "iteration")
+            elif isinstance(event, MethodStage):  # a method's own stage: Reflexion's trial, LATS's iteration
+                bar.stage(example_id, event.what, event.index, event.total)
 
         # Who reads the events: the trajectory printer, the bar's heartbeat, the caller's own sink.
         sinks = [s for s in (printer, heartbeat if enabled else None, on_event) if s is not None]
@@ -600,10 +599,16 @@ def example_record(example: Example, outcome: Outcome, scores: dict[str, float],
         metadata=_jsonable(example.metadata),
         trajectory=tuple(outcome.episodes),
         epoch=example.epoch,
-        trials=tuple(outcome.trials),
-        tree=outcome.tree,
         method=outcome.extra,
     )
+
+
+def _run_json_config(cfg: RunConfig) -> dict[str, Any]:
+    """The run's config as run.json keeps it: the method's own settings under its ``settings_key``
+    (Reflexion's under "reflexion", LATS's under "lats", as ever; a later method's under "options")."""
+    config = _jsonable(asdict(cfg))
+    config["solve"] = get_method(cfg.solve.mode).kept_settings(config["solve"])
+    return config
 
 
 def _solve_fingerprint(solve: Any) -> dict[str, Any]:
@@ -612,10 +617,8 @@ def _solve_fingerprint(solve: Any) -> dict[str, Any]:
     settings = _jsonable(asdict(solve))
     if settings["loop"].get("act_at_cap") is True:
         del settings["loop"]["act_at_cap"]
-    for own in METHOD_FIELDS:  # a method's own settings: absent where it has none (as runs always had)
-        if settings.get(own) is None:
-            settings.pop(own, None)
-    return get_method(solve.mode).fingerprinted(settings)
+    method = get_method(solve.mode)  # its own settings under its key; absent where it has none (as ever)
+    return method.fingerprinted(method.kept_settings(settings))
 
 
 def _env_settings(env: Any) -> dict[str, Any] | None:

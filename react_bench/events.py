@@ -193,30 +193,21 @@ class RunProgress:
 
 
 @dataclass(frozen=True)
-class TrialStarted:
-    """``mode=reflexion``: trial ``trial`` of at most ``trials`` of an example begins (its steps
-    count from 1 again). Told to the run's sinks (the bar, the printer), not recorded in an episode."""
+class MethodStage:
+    """A method's own stage of an example begins: ``what`` ``index`` of at most ``total`` (Reflexion:
+    "trial"; LATS: "search iteration"), ``detail`` said after it ("12 nodes"). Its episodes' steps
+    count from 1 again. Told to the run's sinks (the bar, the printer), not recorded in an episode."""
 
-    trial: int
-    trials: int
-    type: Literal["trial_started"] = field(default="trial_started", repr=False)
-
-
-@dataclass(frozen=True)
-class SearchIteration:
-    """``mode=lats``: iteration ``iteration`` of at most ``iterations`` of an example's search
-    begins, its tree ``nodes`` large. Told to the run's sinks (the bar, the printer), not recorded."""
-
-    iteration: int
-    iterations: int
-    nodes: int
-    type: Literal["search_iteration"] = field(default="search_iteration", repr=False)
+    what: str
+    index: int
+    total: int
+    detail: str = ""
+    type: Literal["method_stage"] = field(default="method_stage", repr=False)
 
 
 AgentEvent = (
     StepStarted
-    | TrialStarted
-    | SearchIteration
+    | MethodStage
     | AssistantTextDelta
     | AssistantThinkingDelta
     | ToolCalled

@@ -8,7 +8,9 @@ One writer, one reader:
   one runs have always had (scores flattened beside ``correct``), plus ``record_version``.
 - ``ExampleRecord.from_dict`` reads a line of any version and upgrades it: a version-1 line
   (before this module: no ``record_version``, no ``first_observation`` in its episodes) reads with
-  ``first_observation=None``, and the fields added since then take their defaults. ``read_records``
+  ``first_observation=None``, and the fields added since then take their defaults. A version-2
+  line's method parts at its top level (a list or an object beside the scores) are read into
+  ``method``, where version 3 writes them. ``read_records``
   (``results``) is the one place a run's lines are read, so resume, compare, export and the
   notebooks read old run folders through it.
 
@@ -37,7 +39,9 @@ from typing import Any
 
 from react_bench.types import Message, Usage, message_from_dict
 
-RECORD_VERSION = 2  # 1: runs written before the record was typed (no first observation)
+# 1: runs written before the record was typed (no first observation); 2: a method's own parts at
+# the top level of a line (Reflexion's, LATS's); 3: all of them in ``method``
+RECORD_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -161,43 +165,6 @@ class Episode:
 
 
 @dataclass(frozen=True)
-class Trial:
-    """One trial of a Reflexion example (``mode=reflexion``): what the actor answered, what the
-    evaluator said of it, the reflection written after it (None: none was, after a success or the
-    last trial) and what it cost. Its episodes are the record's ``trajectory`` entries of the same
-    ``trial``."""
-
-    trial: int  # 1, 2, ...
-    prediction: str
-    success: bool  # the evaluator's verdict: what decides whether another trial runs
-    correct: bool  # the task's own score of the prediction (what the learning curve counts)
-    evaluator: str  # env | oracle | heuristic | judge:<model>
-    reason: str  # how the actor's episode ended (answered, done, step_limit, halted, error ...)
-    steps: int = 0
-    feedback: str = ""  # what the evaluator said, as the reflection prompt shows it
-    halted: str | None = None  # the heuristic trigger that ended the episode early, if one did
-    memory: tuple[str, ...] = ()  # the reflections the trial's prompt held (at most reflexion.memory)
-    reflection: str | None = None
-    usage: Usage = Usage()  # the actor's calls, the judge's and the reflection's
-    calls: int = 0
-    cost_usd: float | None = None  # its calls at the model's price (None: no price known)
-    error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["usage"], out["memory"] = self.usage.to_dict(), list(self.memory)
-        return out
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> Trial:
-        known = {f.name for f in fields(Trial)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["usage"] = Usage.from_dict(data.get("usage"))
-        values["memory"] = tuple(data.get("memory") or ())
-        return Trial(**values)
-
-
-@dataclass(frozen=True)
 class ExampleRecord:
     """One finished example: a line of ``examples.jsonl``."""
 
@@ -231,9 +198,8 @@ class ExampleRecord:
     saved_usd: float | None = None
     worker: str | None = None  # the Ray node and process that ran it (executor=ray)
     epoch: int = 1  # the attempt (epochs=k: 1..k); a line per attempt
-    trials: tuple[Trial, ...] = ()  # mode=reflexion: each trial in order; () every other mode
-    tree: Mapping[str, Any] | None = None  # mode=lats: the search tree (lats.TreeSearch); None every other mode
-    # what any other method adds to the record (its Outcome.extra: e.g. best-of-k's candidates); None: nothing
+    # what the method adds to the record (its Outcome.extra, as JSON: Reflexion's trials, LATS's search
+    # tree, best-of-k's candidates); None: nothing. Its method reads it (``Method`` hooks), no one else.
     method: Mapping[str, Any] | None = None
     version: int = RECORD_VERSION
 
@@ -276,10 +242,6 @@ class ExampleRecord:
             out["worker"] = self.worker
         if self.epoch != 1:
             out["epoch"] = self.epoch
-        if self.trials:
-            out["trials"] = [t.to_dict() for t in self.trials]
-        if self.tree is not None:
-            out["tree"] = dict(self.tree)
         if self.method is not None:
             out["method"] = dict(self.method)
         out["record_version"] = self.version
@@ -290,13 +252,19 @@ class ExampleRecord:
         """A line of any version, upgraded (see the module docstring)."""
         known = _FIELDS | {"record_version"}
         usage = data.get("usage")
+        # before version 3 a method kept its own parts at the top level (a list or an object, where a
+        # score is a number): they are read into ``method``, as a version-3 line holds them
+        own = {k: v for k, v in data.items() if k not in known and isinstance(v, list | Mapping)}
+        method = data.get("method") if isinstance(data.get("method"), Mapping) else None
+        if own:
+            method = {**own, **(method or {})}
         return ExampleRecord(
             id=str(data["id"]),
             question=str(data.get("question") or ""),
             gold=str(data.get("gold") or ""),
             prediction=str(data.get("prediction") or ""),
             correct=bool(data.get("correct")),
-            scores={k: v for k, v in data.items() if k not in known},
+            scores={k: v for k, v in data.items() if k not in known and k not in own},
             reason=str(data.get("reason") or ""),
             route=str(data.get("route") or ""),
             steps=int(data.get("steps") or 0),
@@ -321,9 +289,7 @@ class ExampleRecord:
             saved_usd=data.get("saved_usd", 0.0),  # version 1 before it was kept: nothing served from a cache
             worker=data.get("worker"),
             epoch=int(data.get("epoch") or 1),
-            trials=tuple(Trial.from_dict(t) for t in data.get("trials") or ()),
-            tree=data.get("tree") if isinstance(data.get("tree"), Mapping) else None,
-            method=data.get("method") if isinstance(data.get("method"), Mapping) else None,
+            method=method,
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 
@@ -451,79 +417,6 @@ class Cost:
     per_correct: float | None = None
 
 
-@dataclass(frozen=True)
-class SearchSummary:
-    """A LATS run's search (``mode=lats``): its feedback (``oracle_feedback``: the gold answer
-    ended the search), and per example the nodes made, the iterations run and the calls."""
-
-    feedback: str
-    mean_nodes: float = 0.0
-    mean_iterations: float = 0.0
-    mean_calls: float = 0.0
-    replayed_steps: int = 0  # environment steps spent rebuilding nodes' states, over all examples
-    select: str = "reward"  # lats.select: what chooses the answer among finished nodes
-    reward_selected: float = 0.0  # the share of examples whose answer the environment's reward chose
-    protocol: str = "project"  # lats.protocol: the harness's search, or LATS's own code (official)
-
-    @property
-    def oracle_feedback(self) -> bool:
-        return self.feedback == "oracle"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "oracle_feedback": self.oracle_feedback}
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> SearchSummary:
-        known = {f.name for f in fields(SearchSummary)}
-        return SearchSummary(**{k: v for k, v in data.items() if k in known})
-
-
-@dataclass(frozen=True)
-class TrialCurve:
-    """A Reflexion run's learning curve (``mode=reflexion``): the share of examples right after
-    trial t (an example that stopped at a success stays right), with Wilson's interval; who judged
-    the trials (``oracle_feedback``: the gold label decided each retry); what the trials cost."""
-
-    evaluator: str
-    trials: int  # the most an example may run (reflexion.trials)
-    curve: tuple[Score, ...] = ()  # after trial 1, 2, ... trials
-    trials_run: int = 0  # over all examples
-    reflections: int = 0
-    halted: int = 0  # trials the heuristic halt ended
-    cost_per_trial: float | None = None  # None: a price unknown
-    cost_per_success: float | None = None  # the run's cost over the examples right at the end
-
-    @property
-    def oracle_feedback(self) -> bool:
-        return self.evaluator == "oracle"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "evaluator": self.evaluator,
-            "oracle_feedback": self.oracle_feedback,
-            "trials": self.trials,
-            "curve": [c.to_dict() for c in self.curve],
-            "trials_run": self.trials_run,
-            "reflections": self.reflections,
-            "halted": self.halted,
-            "cost_per_trial": self.cost_per_trial,
-            "cost_per_success": self.cost_per_success,
-        }
-
-    @staticmethod
-    def from_dict(data: Mapping[str, Any]) -> TrialCurve:
-        return TrialCurve(
-            evaluator=str(data.get("evaluator") or ""),
-            trials=int(data.get("trials") or 0),
-            curve=tuple(Score.from_dict(c) for c in data.get("curve") or ()),
-            trials_run=int(data.get("trials_run") or 0),
-            reflections=int(data.get("reflections") or 0),
-            halted=int(data.get("halted") or 0),
-            cost_per_trial=data.get("cost_per_trial"),
-            cost_per_success=data.get("cost_per_success"),
-        )
-
-
 def _json(key: str = "", *, omit: Callable[[Any], bool] | None = None, layout: str = "") -> dict[str, Any]:
     """Where a field of ``RunMetrics`` lives in metrics.json: ``key`` (dots nest; "": the field's
     name), ``omit`` (left out of the file when true of the metrics), ``layout`` (one of the two
@@ -608,12 +501,9 @@ class RunMetrics:
     pass_hat: Mapping[int, Score] = field(default_factory=dict, metadata=_json("pass_hat_k", omit=_one_epoch))
     # epochs=k (k > 1): the share of examples whose outcome differs between their attempts (trials)
     flips: float | None = field(default=None, metadata=_json("flip_share", omit=_one_epoch))
-    # mode=reflexion: the learning curve, who judged, the cost of a trial
-    reflexion: TrialCurve | None = field(default=None, metadata=_json(omit=_when_none("reflexion")))
-    # mode=lats: its feedback and the size of its trees
-    search: SearchSummary | None = field(default=None, metadata=_json("lats", omit=_when_none("search")))
-    # what any other method adds to the summary (Method.summarize), as plain JSON; "oracle_feedback": true
-    # where the gold answer steered it
+    # what the method adds to the summary (Method.summarize: its ``summary_type``, as JSON): "oracle_feedback":
+    # true where the gold answer steered it, "reward_selected" > 0 where the environment's reward chose
+    # answers. A file written before version 3 kept it under the mode's own name (read here as ``method``).
     method: Mapping[str, Any] | None = field(default=None, metadata=_json(omit=_when_none("method")))
     # judge= (grading.judge): the second reading's counts (misses accepted, hits rejected, unjudged),
     # who judged and its spend; its score is ``judged`` (a model) or ``rules`` (the heuristic) in ``scores``
@@ -623,19 +513,13 @@ class RunMetrics:
     def oracle_feedback(self) -> bool:
         """Whether the gold answer steered the run (Reflexion's oracle evaluator, LATS's oracle feedback,
         another method's ``oracle_feedback``)."""
-        return bool(
-            (self.reflexion and self.reflexion.oracle_feedback)
-            or (self.search and self.search.oracle_feedback)
-            or (self.method and self.method.get("oracle_feedback"))
-        )
+        return bool(self.method and self.method.get("oracle_feedback"))
 
     @property
     def chosen_by_reward(self) -> bool:
         """Whether the environment's reward, scored against the hidden goal, chose some example's answer
         among candidates (LATS's ``lats.select=reward`` on WebShop or ALFWorld): oracle-like selection."""
-        return bool(
-            (self.search and self.search.reward_selected > 0) or (self.method and self.method.get("reward_selected"))
-        )
+        return bool(self.method and self.method.get("reward_selected"))
 
     @property
     def primary(self) -> Score | None:
@@ -696,6 +580,8 @@ class RunMetrics:
                     }
                     for key, groups in (raw or {}).items()
                 }
+            elif raw is None and f.name == "method" and isinstance(data.get(str(data.get("mode"))), Mapping):
+                values[f.name] = dict(data[str(data["mode"])])  # before version 3: under the mode's own name
             elif raw is None:
                 values[f.name] = _default(f, hints[f.name])
             else:

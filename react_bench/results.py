@@ -24,7 +24,7 @@ from typing import Any
 from react_bench.methods.core import Method
 from react_bench.methods.registry import find_method
 from react_bench.metrics import groundable, grounded, pass_at_k, pass_hat_k, score_ci
-from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, StepAction, TrialCurve
+from react_bench.record import Cost, ExampleRecord, GroupScore, RunHeader, RunMetrics, Score, StepAction
 from react_bench.tasks.base import TaskInfo
 from react_bench.types import Usage
 
@@ -185,7 +185,7 @@ class Summary:
             scores[name] = Score(ci.mean, (ci.low, ci.high), ci.method)
         actions = self.acted["actions"]
         grounded_n = self.grounded_n
-        extra = self._method.summarize(self.kept, run.config.get("solve") or {}) if self._method is not None else {}
+        summary = self._method.summarize(self.kept, run.config.get("solve") or {}) if self._method is not None else None
         judged, judged_names, judge_block = self._judged()
         scores.update(judged)
         return RunMetrics(
@@ -243,7 +243,7 @@ class Summary:
             pass_at=_repeated(self.attempts, run.epochs, pass_at_k),
             pass_hat=_repeated(self.attempts, run.epochs, pass_hat_k),
             flips=_flips(self.attempts) if run.epochs > 1 else None,
-            **extra,
+            method=_summary_json(summary),
         )
 
 
@@ -408,21 +408,11 @@ def _usd(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.4f}"
 
 
-def trial_rows(curve: TrialCurve | None) -> list[tuple[str, str, str]]:
-    """A Reflexion run's lines of the table: who judged, the learning curve, the cost of a trial."""
-    if curve is None:
-        return []
-    judged = "ORACLE FEEDBACK: the gold label decided each retry" if curve.oracle_feedback else ""
-    rows = [("reflexion evaluator", curve.evaluator, judged)]
-    for t, score in enumerate(curve.curve, start=1):
-        interval = f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"
-        rows.append((f"  right after trial {t}", f"{100 * score.mean:.1f}", interval))
-    said = f"{curve.reflections} reflections written, {curve.halted} trials halted by the heuristic"
-    rows.append(("trials run", str(curve.trials_run), said))
-    if curve.cost_per_trial is not None:
-        per_success = "n/a" if curve.cost_per_success is None else f"{curve.cost_per_success:.4f}"
-        rows.append(("cost per trial (USD)", f"{curve.cost_per_trial:.4f}", f"per success {per_success}"))
-    return rows
+def _summary_json(summary: Any) -> dict[str, Any] | None:
+    """A method's summary (``Method.summarize``) as metrics.json keeps it: its ``to_dict``, or a mapping."""
+    if summary is None:
+        return None
+    return dict(summary.to_dict() if hasattr(summary, "to_dict") else summary)
 
 
 def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
@@ -449,24 +439,9 @@ def format_table(metrics: RunMetrics, info: TaskInfo) -> str:
         rows.append(
             ("flip between attempts", f"{100 * metrics.flips:.1f}", "share of examples, right in some, wrong in others")
         )
-    rows += trial_rows(metrics.reflexion)
-    if metrics.search is not None:
-        s = metrics.search
-        said = "ORACLE FEEDBACK: the gold answer ended each search" if s.oracle_feedback else "no gold answer read"
-        rows.append(("lats feedback", s.feedback, said))
-        chosen = (
-            f"ORACLE-LIKE: the environment's reward chose the answer in {100 * s.reward_selected:.0f}% of examples"
-            if s.reward_selected > 0
-            else "no answer chosen by an environment's reward"
-        )
-        rows.append(("lats select", s.select, chosen))
-        rows.append(
-            (
-                "  nodes per example",
-                f"{s.mean_nodes:.1f}",
-                f"{s.mean_iterations:.1f} iterations, {s.mean_calls:.1f} calls",
-            )
-        )
+    method = find_method(metrics.mode) if metrics.method is not None else None
+    if method is not None and metrics.method is not None:  # what it adds (Reflexion's curve, LATS's search)
+        rows += method.table_rows(metrics.method)
     if metrics.epochs > 1:
         what = f"{metrics.epochs} attempts per example; scores are over every attempt"
         rows.append(("attempts", f"{metrics.n}/{metrics.n_planned}", what))

@@ -236,7 +236,7 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         tool_max_tokens=_int(runner, "max_tokens", _SOLVE.tool_max_tokens),
         shots=None if cfg.get("shots") is None else _int(cfg, "shots", 0),
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
-        **({method.settings_field: options} if method.settings_field is not None else {}),
+        options=options,
     )
 
 

@@ -24,17 +24,8 @@ class Setting:
     default: Any
     help: str
     before: str = ""  # a comment block written above it in eval.yaml (a blank line first)
+    section: str = ""  # the first setting of a section: the comment on the section's own line
 
-
-SECTIONS = {
-    "webshop": "task=webshop",
-    "alfworld": "task=alfworld",
-    "prompt": "",
-    "reflexion": "mode=reflexion (react_bench/methods/reflexion.py)",
-    "lats": "mode=lats (react_bench/methods/lats.py: where each default comes from)",
-    "ray": "executor=ray (and the sweeps of hydra/launcher=ray)",
-    "judge": "judge=<name> (react_bench/grading/judge.py): a second reading beside exact match; free-text tasks",
-}
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -74,6 +65,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "a WebShop server (github:princeton-nlp/WebShop), e.g. http://localhost:3000; null: the project's own",
         before=" ",
+        section="task=webshop",
     ),
     Setting("webshop.seed", 0, "the project's own server: its generated catalog"),
     Setting("webshop.products", 2000, "the project's own server: catalog size"),
@@ -90,6 +82,7 @@ SETTINGS: tuple[Setting, ...] = (
         "valid_unseen",
         "valid_unseen (the paper's 134 unseen games) | valid_seen | train (the official data: data_dir=)",
         before=" ",
+        section="task=alfworld",
     ),
     Setting("alfworld.games", 134, "generated eval games, when no official data is given"),
     Setting("alfworld.train_games", 60, "generated train games (the project's exemplars)"),
@@ -104,6 +97,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "trials per example at most; null: the task's protocol (alfworld 12, as Reflexion; else 5)",
         before=" ",
+        section="mode=reflexion (react_bench/methods/reflexion.py)",
     ),
     Setting("reflexion.memory", 3, "reflections kept in the prompt (the last ones)"),
     Setting(
@@ -117,7 +111,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("reflexion.max_actions", 30, "halt: more than this many actions"),
     Setting("reflexion.judge", None, "evaluator=judge: a configs/model/<name> as the judge; null: the run's model"),
     Setting("reflexion.max_tokens", 256, "output tokens of a reflection"),
-    Setting("lats.n", 5, "children sampled per expansion (LATS: --n_generate_sample 5)", before=" "),
+    Setting(
+        "lats.n",
+        5,
+        "children sampled per expansion (LATS: --n_generate_sample 5)",
+        before=" ",
+        section="mode=lats (react_bench/methods/lats.py: where each default comes from)",
+    ),
     Setting("lats.iterations", 30, "search iterations at most (LATS: --iterations 30)"),
     Setting("lats.exploration", 1.4142135623730951, "UCT's exploration weight (LATS: sqrt(2))"),
     Setting("lats.temperature", 1.0, "of the samples and the value calls (LATS: 1.0)"),
@@ -175,6 +175,7 @@ SETTINGS: tuple[Setting, ...] = (
         "ray.address",
         None,
         "auto | <host:port> of a running cluster | null: a Ray instance of this machine for the run",
+        section="executor=ray (and the sweeps of hydra/launcher=ray)",
     ),
     Setting("ray.workers", None, "episode workers (Ray actors); null: as many as the cluster's free CPUs / num_cpus"),
     Setting("ray.num_cpus", 1, "CPUs each worker reserves"),
@@ -189,6 +190,7 @@ SETTINGS: tuple[Setting, ...] = (
         None,
         "judge=<configs/model name>: an LLM judges each answered miss (SimpleQA's grader) | rules (a heuristic, "
         "no model) | null: exact match alone, the paper's",
+        section="judge=<name> (react_bench/grading/judge.py): a second reading beside exact match; free-text tasks",
     ),
     Setting("judge.all", False, "true: exact-match hits are sent to the judge too"),
     Setting("judge.base_url", None, "the judge model's endpoint, where not its file's"),
@@ -209,6 +211,16 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_KEY = {s.key: s for s in SETTINGS}
+
+
+# Each section of eval.yaml by name, with the comment on its line (its first setting's ``section``).
+SECTIONS = {
+    s.key.partition(".")[0]: next(
+        (t.section for t in SETTINGS if t.key.startswith(s.key.partition(".")[0] + ".") and t.section), ""
+    )
+    for s in SETTINGS
+    if "." in s.key
+}
 
 
 def default(key: str) -> Any:

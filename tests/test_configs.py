@@ -167,3 +167,18 @@ def test_the_home_tripwire_names_a_file_the_suite_added(tmp_path):
     from tests.conftest import USER_HOME
 
     assert Path.home() != USER_HOME and Path.home().name.startswith("react-bench-test-home-")
+
+
+def test_every_mode_file_is_its_methods_node() -> None:
+    """A method's settings are declared once, in its settings class: ``configs/mode/<name>.yaml``
+    holds exactly its ``Method.mode_node`` (the name, and the class's defaults where the mode group
+    keeps them), so the file cannot drift from the class (``mode.k=10`` still composes)."""
+    import yaml
+
+    from react_bench.methods.registry import methods
+
+    files = {p.stem: yaml.safe_load(p.read_text()) for p in (CONFIGS / "mode").glob("*.yaml")}
+    assert set(files) <= set(methods())
+    for name, node in files.items():
+        assert node == methods()[name].mode_node(), name
+    assert files["best_of_k"]["k"] == 5 and set(files["reflexion"]) == {"name"}

@@ -20,7 +20,7 @@ import pytest
 
 from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
-from react_bench.events import SearchIteration
+from react_bench.events import MethodStage
 from react_bench.methods.core import SolveSettings
 from react_bench.methods.lats import LatsConfig, parse_value
 from react_bench.runconfig import RunConfig
@@ -100,7 +100,7 @@ def config(server: MessagesServer, tmp_path: Path, run_id: str, n: int, lats: La
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
         model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
-        solve=SolveSettings(mode="lats", lats=lats),
+        solve=SolveSettings(mode="lats", options=lats),
         results_dir=tmp_path,
         run_id=run_id,
         progress=False,
@@ -128,7 +128,7 @@ async def test_lats_on_hotpotqa_searches_records_its_tree_and_replays(tmp_path: 
     got = lines(result.run_dir / "examples.jsonl")
     assert len(got) == n and sent > 0
     for record in got:
-        tree = record["tree"]
+        tree = record["method"]["tree"]
         nodes = {node["id"]: node for node in tree["nodes"]}
         assert tree["feedback"] == "honest" and 1 <= tree["iterations"] <= 5
         for node in nodes.values():  # every expanded node: its children, each valued, the visits summed
@@ -147,21 +147,21 @@ async def test_lats_on_hotpotqa_searches_records_its_tree_and_replays(tmp_path: 
     run = json.loads((result.run_dir / "run.json").read_text())
     assert run["config"]["solve"]["lats"]["feedback"] == "honest" and "lats" in run["prompts"]
     # watching: each iteration is told (the bar and the printer say it), the depth expanded as its step
-    iterations = Counter(i for i, e in told if isinstance(e, SearchIteration))
-    assert iterations == {r["id"]: r["tree"]["iterations"] for r in got}
+    iterations = Counter(i for i, e in told if isinstance(e, MethodStage))
+    assert iterations == {r["id"]: r["method"]["tree"]["iterations"] for r in got}
     assert "=== search iteration 1/5 (1 nodes)" in printed.getvalue()
     # model=replay: no request, the same predictions and trees
     replay = RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
         model={"provider": "replay", "cassette": str(result.run_dir / "calls.jsonl")},  # type: ignore[arg-type]
-        solve=SolveSettings(mode="lats", lats=lats),
+        solve=SolveSettings(mode="lats", options=lats),
         results_dir=tmp_path / "replayed",
         run_id="replayed",
         progress=False,
     )
     replayed = lines((await evaluate(replay, out=io.StringIO())).run_dir / "examples.jsonl")
     assert [r["prediction"] for r in replayed] == [r["prediction"] for r in got]
-    assert [r["tree"]["nodes"] for r in replayed] == [r["tree"]["nodes"] for r in got]
+    assert [r["method"]["tree"]["nodes"] for r in replayed] == [r["method"]["tree"]["nodes"] for r in got]
 
 
 def test_value_replies_are_read_as_lats_reads_them() -> None:
@@ -203,10 +203,10 @@ async def test_killed_and_resumed_nothing_runs_twice(tmp_path: Path) -> None:
         assert len(server.requests) == sent  # every request of the examples run again was paid for once
     after = lines(resumed.run_dir / "examples.jsonl")
     assert [r["id"] for r in after] == [r["id"] for r in before]  # each example once
-    assert [(r["prediction"], r["tree"]["nodes"]) for r in after] == [
-        (r["prediction"], r["tree"]["nodes"]) for r in before
+    assert [(r["prediction"], r["method"]["tree"]["nodes"]) for r in after] == [
+        (r["prediction"], r["method"]["tree"]["nodes"]) for r in before
     ]
-    assert all(r["tree"]["iterations"] == lats.iterations for r in after)  # no success: every iteration ran
+    assert all(r["method"]["tree"]["iterations"] == lats.iterations for r in after)  # no success: every iteration ran
 
 
 async def test_the_dry_run_prices_the_failed_trajectories_that_value_prompts_show(tmp_path: Path) -> None:
@@ -224,10 +224,10 @@ async def test_the_dry_run_prices_the_failed_trajectories_that_value_prompts_sho
         priced = {}
         for reflections in (3, 0):
             lats = LatsConfig(n=3, iterations=4, reflections=reflections)
-            run = Run.prepare(swap(cfg, solve=SolveSettings(mode="lats", lats=lats)), io.StringIO())
+            run = Run.prepare(swap(cfg, solve=SolveSettings(mode="lats", options=lats)), io.StringIO())
             try:
                 solver = run.solver
-                priced[reflections] = solver.method.estimate(solver, run.examples[0].question, Pricing())
+                priced[reflections] = solver.method.price.estimate(solver, run.examples[0].question, Pricing())
                 depths = expansions(solver)
                 settings = solver.settings
                 prompt = solver.prompts["reflexion"]
@@ -281,9 +281,9 @@ async def test_oracle_feedback_is_marked_in_the_run_its_metrics_and_tables(tmp_p
             )
     oracle, honest = runs["oracle"], runs["honest"]
     assert json.loads((oracle.run_dir / "run.json").read_text())["config"]["solve"]["lats"]["feedback"] == "oracle"
-    assert json.loads((oracle.run_dir / "metrics.json").read_text())["lats"]["oracle_feedback"] is True
-    assert json.loads((honest.run_dir / "metrics.json").read_text())["lats"]["oracle_feedback"] is False
-    assert all(r["tree"]["feedback"] == "oracle" for r in lines(oracle.run_dir / "examples.jsonl"))
+    assert json.loads((oracle.run_dir / "metrics.json").read_text())["method"]["oracle_feedback"] is True
+    assert json.loads((honest.run_dir / "metrics.json").read_text())["method"]["oracle_feedback"] is False
+    assert all(r["method"]["tree"]["feedback"] == "oracle" for r in lines(oracle.run_dir / "examples.jsonl"))
     assert oracle.summary is not None and honest.summary is not None
     assert "ORACLE FEEDBACK" in format_table(oracle.summary, task_info("hotpotqa"))
     assert "ORACLE FEEDBACK" not in format_table(honest.summary, task_info("hotpotqa"))
@@ -341,7 +341,7 @@ async def test_lats_on_webshop_buys_by_the_environments_reward(tmp_path: Path) -
         cfg = RunConfig(
             task=TaskConfig(name="webshop", n=3),
             model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
-            solve=SolveSettings(mode="lats", lats=lats),
+            solve=SolveSettings(mode="lats", options=lats),
             env=env,
             results_dir=tmp_path,
             run_id="shop",
@@ -351,7 +351,7 @@ async def test_lats_on_webshop_buys_by_the_environments_reward(tmp_path: Path) -
     got = lines(result.run_dir / "examples.jsonl")
     assert [r["question"] for r in got] == [g.instruction for g in goals]
     for record in got:
-        tree = record["tree"]
+        tree = record["method"]["tree"]
         nodes = {node["id"]: node for node in tree["nodes"]}
         bought = [n for n in nodes.values() if n["terminal"] and n["env_reward"] is not None]
         assert bought and all(n["reward"] == n["env_reward"] for n in bought)  # honest: the shop's own score
@@ -368,11 +368,13 @@ async def test_lats_on_webshop_buys_by_the_environments_reward(tmp_path: Path) -
         run_id="replayed",
     )
     replayed = lines((await evaluate(replay, out=io.StringIO())).run_dir / "examples.jsonl")  # the server is gone
-    assert [(r["reward"], r["tree"]["nodes"]) for r in replayed] == [(r["reward"], r["tree"]["nodes"]) for r in got]
+    assert [(r["reward"], r["method"]["tree"]["nodes"]) for r in replayed] == [
+        (r["reward"], r["method"]["tree"]["nodes"]) for r in got
+    ]
 
 
 def test_the_tree_is_drawn_escaped_and_whatever_ids_a_folder_holds() -> None:
-    from react_bench.studies.report import tree_html
+    from react_bench.methods.lats import tree_html
 
     tree = {
         "feedback": "oracle",
@@ -412,8 +414,8 @@ async def test_compare_places_lats_on_the_frontier_beside_the_other_methods(
         "standard": SolveSettings(mode="standard"),
         "cot_sc": SolveSettings(mode="cot_sc", cot_sc_samples=3),
         "react": SolveSettings(mode="react"),
-        "reflexion": SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=2, evaluator="oracle")),
-        "lats": SolveSettings(mode="lats", lats=LatsConfig(n=3, iterations=3)),
+        "reflexion": SolveSettings(mode="reflexion", options=ReflexionConfig(trials=2, evaluator="oracle")),
+        "lats": SolveSettings(mode="lats", options=LatsConfig(n=3, iterations=3)),
     }
     folder = tmp_path / "runs"
     with MessagesServer(responder=Brancher(golds)) as server:
@@ -516,8 +518,8 @@ async def test_lats_on_fever_answers_a_label_with_oracle_feedback(tmp_path: Path
         result = await evaluate(cfg, out=io.StringIO())
     got = lines(result.run_dir / "examples.jsonl")
     assert [r["prediction"] for r in got] == [golds[r["question"].strip()] for r in got]
-    assert all(r["correct"] and r["tree"]["feedback"] == "oracle" for r in got)
-    assert result.metrics["lats"]["oracle_feedback"] is True
+    assert all(r["correct"] and r["method"]["tree"]["feedback"] == "oracle" for r in got)
+    assert result.metrics["method"]["oracle_feedback"] is True
 
 
 @pytest.mark.slow  # the generated games are built first (about a minute, once per session)
@@ -547,7 +549,7 @@ async def test_lats_on_generated_alfworld_games_replays_the_engine(tmp_path: Pat
             base,
             env=AlfworldConfig(games=12, train_games=18, seed=0),
             model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
-            solve=replace(base.solve, lats=lats),
+            solve=replace(base.solve, options=lats),
             results_dir=tmp_path,
             run_id="alf",
             progress=False,
@@ -556,7 +558,7 @@ async def test_lats_on_generated_alfworld_games_replays_the_engine(tmp_path: Pat
     got = lines(result.run_dir / "examples.jsonl")
     assert len(got) == 2 and all(r["error"] is None for r in got)
     for record in got:
-        tree = record["tree"]
+        tree = record["method"]["tree"]
         assert tree["iterations"] == 2 and tree["stats"]["replayed_steps"] > 0 and len(tree["nodes"]) > 4
         observed = {n["action"]: n["observation"] for n in tree["nodes"] if n["action"] == "look"}
         assert all(o.startswith("You are in the middle of a room.") for o in observed.values())
@@ -608,7 +610,7 @@ async def test_a_webshop_answer_chosen_by_the_reward_is_said_and_select_value_is
             cfg = RunConfig(
                 task=TaskConfig(name="webshop", n=2),
                 model=claude_model_config(server.base_url, KEY_ENV, MODEL),  # type: ignore[arg-type]
-                solve=SolveSettings(mode="lats", lats=LatsConfig(n=3, iterations=4, select=select)),  # type: ignore[arg-type]
+                solve=SolveSettings(mode="lats", options=LatsConfig(n=3, iterations=4, select=select)),  # type: ignore[arg-type]
                 env=env,
                 results_dir=tmp_path,
                 run_id=select,
@@ -616,13 +618,15 @@ async def test_a_webshop_answer_chosen_by_the_reward_is_said_and_select_value_is
             )
             done[select] = await evaluate(cfg, out=io.StringIO())
     by_reward, by_value = done["reward"], done["value"]
-    assert {r["tree"]["selected_by"] for r in lines(by_reward.run_dir / "examples.jsonl")} == {"environment reward"}
-    assert {r["tree"]["selected_by"] for r in lines(by_value.run_dir / "examples.jsonl")} == {"value"}
+    assert {r["method"]["tree"]["selected_by"] for r in lines(by_reward.run_dir / "examples.jsonl")} == {
+        "environment reward"
+    }
+    assert {r["method"]["tree"]["selected_by"] for r in lines(by_value.run_dir / "examples.jsonl")} == {"value"}
     for record in lines(by_value.run_dir / "examples.jsonl"):  # measured: the chosen purchase's own score
-        nodes = {n["id"]: n for n in record["tree"]["nodes"]}
-        chosen = nodes[record["tree"]["chosen"][-1]]
+        nodes = {n["id"]: n for n in record["method"]["tree"]["nodes"]}
+        chosen = nodes[record["method"]["tree"]["chosen"][-1]]
         assert record["reward"] == chosen["env_reward"] and chosen["reward"] == max(0.0, chosen["lm_value"])
-    metrics = {s: json.loads((d.run_dir / "metrics.json").read_text())["lats"] for s, d in done.items()}
+    metrics = {s: json.loads((d.run_dir / "metrics.json").read_text())["method"] for s, d in done.items()}
     assert (metrics["reward"]["select"], metrics["reward"]["reward_selected"]) == ("reward", 1.0)
     assert (metrics["value"]["select"], metrics["value"]["reward_selected"]) == ("value", 0.0)
     runs = load_runs([by_reward.run_dir, by_value.run_dir])

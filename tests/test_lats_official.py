@@ -266,7 +266,7 @@ async def test_the_first_expansion_and_the_value_requests_are_the_codes_byte_for
                 return RunConfig(
                     task=TaskConfig(name="hotpotqa", n=1),
                     model=claude_model_config(server.base_url, KEY_ENV, "claude-sonnet-4-6"),  # type: ignore[arg-type]
-                    solve=SolveSettings(mode="lats", lats=LatsConfig(protocol="official", iterations=3)),
+                    solve=SolveSettings(mode="lats", options=LatsConfig(protocol="official", iterations=3)),
                     results_dir=tmp_path,
                     run_id=run_id,
                     progress=False,
@@ -291,7 +291,7 @@ async def test_the_first_expansion_and_the_value_requests_are_the_codes_byte_for
     for body in bodies[:5]:
         assert (body["max_tokens"], body["temperature"], body["stop_sequences"]) == (100, 1.0, ["Observation"])
     record = json.loads((result.run_dir / "examples.jsonl").read_text().splitlines()[0])
-    tree = record["tree"]
+    tree = record["method"]["tree"]
     assert tree["protocol"] == "official" and tree["feedback"] == "oracle"
     children = [n for n in tree["nodes"] if n["parent"] == 0 and not n.get("simulated")]
     open_children = [n for n in children if not n["terminal"]]
@@ -315,7 +315,7 @@ async def test_the_first_expansion_and_the_value_requests_are_the_codes_byte_for
     estimate = json.loads((dry.run_dir / "dry_run.json").read_text())
     assert 0 < estimate["calls_expected"] <= estimate["calls_at_most"] and record["calls"] <= estimate["calls_at_most"]
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
-    assert metrics["lats"]["oracle_feedback"] is True and metrics["lats"]["protocol"] == "official"
+    assert metrics["method"]["oracle_feedback"] is True and metrics["method"]["protocol"] == "official"
 
 
 # --- split=lats100: LATS's questions --------------------------------------------------------------

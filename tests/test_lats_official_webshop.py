@@ -141,8 +141,11 @@ def search_in_shop(goal_index: int, n: int, iterations: int) -> tuple[Any, Scrip
     def get(path: str) -> str:
         return client.get(server.url + path).text
 
+    from react_bench.envs.webshop.env import WebShopEnv
+
+    site = WebShopEnv(server.url, client)
     search = ShopSearch(
-        OWN, script, ShopSessions(shop_text(server.url, get)), goal.session, n, 1, iterations, random.Random(0)
+        OWN, script, ShopSessions(shop_text(site, get)), goal.session, n, 1, iterations, random.Random(0)
     )
     try:
         found = asyncio.run(search.run())
@@ -242,7 +245,7 @@ def run_official(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n: int = 2) ->
             return RunConfig(
                 task=TaskConfig(name="webshop", n=n),
                 model=claude_model_config(server.base_url, KEY_ENV, "claude-sonnet-4-6"),  # type: ignore[arg-type]
-                solve=SolveSettings(mode="lats", lats=LatsConfig(protocol="official", n=2, iterations=4)),
+                solve=SolveSettings(mode="lats", options=LatsConfig(protocol="official", n=2, iterations=4)),
                 env=ENV,
                 results_dir=tmp_path,
                 run_id=run_id,
@@ -276,14 +279,14 @@ def test_an_official_webshop_run_records_its_search_and_says_the_reward_chose(
     assert all(b["max_tokens"] == 100 and b["temperature"] == 1.0 for b in bodies)
     records = [json.loads(line) for line in (result.run_dir / "examples.jsonl").read_text().splitlines()]
     for record in records:
-        tree = record["tree"]
+        tree = record["method"]["tree"]
         assert (tree["protocol"], tree["feedback"], tree["select"]) == ("official", "honest", "reward")
         assert tree["source"] == shop_code.SOURCE
         chosen = {n["id"]: n for n in tree["nodes"]}[tree["chosen"][-1]]
         assert record["reward"] == chosen["env_reward"] == 1.0 and tree["selected_by"] == "environment reward"
         assert record["trajectory"][0]["history"][-2]["content"][0]["text"] == "Action: click[Buy Now]"
     metrics = json.loads((result.run_dir / "metrics.json").read_text())
-    assert metrics["lats"]["protocol"] == "official" and metrics["lats"]["reward_selected"] == 1.0
+    assert metrics["method"]["protocol"] == "official" and metrics["method"]["reward_selected"] == 1.0
     grid, _ = table1(load_runs([result.run_dir]))
     assert "answer chosen by the environment's reward" in grid[grid["mode"] == "lats"].iloc[0]["WebShop score"]
     estimate = json.loads((dry.run_dir / "dry_run.json").read_text())
@@ -313,7 +316,7 @@ def test_the_first_expansion_and_the_value_requests_are_the_codes_byte_for_byte(
     finally:
         raw.stop()
     record = json.loads((result.run_dir / "examples.jsonl").read_text().splitlines()[0])
-    nodes = record["tree"]["nodes"]
+    nodes = record["method"]["tree"]["nodes"]
     root_page = record["trajectory"][0]["first_observation"]
     first = prompts.prompt1.format(input=root_page + "\nAction: ")  # the code's x + y
     assert [text_of(b) for b in bodies[:4]] == [first] * 4  # --n_generate_sample 2, doubled at the root
@@ -328,12 +331,13 @@ def test_the_first_expansion_and_the_value_requests_are_the_codes_byte_for_byte(
 
 def test_a_page_that_cannot_be_read_ends_the_example_as_the_servers_error() -> None:
     from react_bench.environment import EpisodeAbort
+    from react_bench.envs.webshop.env import WebShopEnv
 
     def get(path: str) -> str:
         return "<html><body>Your score (min 0.0, max 1.0)<div>lots</div></body></html>"
 
     with pytest.raises(EpisodeAbort, match="cannot be read"):
-        asyncio.run(shop_text("http://shop", get)(session="fixed_0", page_type="end", asin="B1"))
+        asyncio.run(shop_text(WebShopEnv("http://shop", None), get)(session="fixed_0", page_type="end", asin="B1"))
 
 
 def test_what_the_codes_actions_reach_is_a_page_of_the_shop_never_its_error() -> None:
@@ -346,7 +350,7 @@ def test_what_the_codes_actions_reach_is_a_page_of_the_shop_never_its_error() ->
     goal = goals(1)[0]
     server = start_server(ENV)
     client = httpx2.Client()
-    shop = ShopSessions(shop_text(server.url, WebShopEnv(server.url, client).get_page))
+    shop = ShopSessions(shop_text(WebShopEnv(server.url, client)))
 
     def step(action: str) -> tuple[str, float, bool]:
         return asyncio.run(shop.step(goal.session, action))

@@ -24,7 +24,7 @@ class CountedReact(Method):
     """ReAct as the base runs it, and a summary of its own."""
 
     def summarize(self, records, solve):
-        return {"method": {"plugin": self.name, "answered": sum(bool(r.prediction) for r in records)}}
+        return {"plugin": self.name, "answered": sum(bool(r.prediction) for r in records)}
 
 
 METHOD = CountedReact("react_plugin", ModeSpec("react"), "ReAct, from a plugin", mode_defaults={"note": "hi"})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from react_bench.record import ExampleRecord, RunMetrics
+from react_bench.record import RECORD_VERSION, ExampleRecord, RunMetrics
 from react_bench.results import iter_example_records, summarize
 from react_bench.tasks import task_info
 from tests.support import REPO, eval_py, run_notebook
@@ -59,7 +59,11 @@ def test_an_old_run_resumes_compares_and_exports(old_run: Path, tmp_path: Path, 
     assert done.returncode == 0, done.stderr
     assert "1 new example(s)" in done.stdout
     lines = (old_run / "examples.jsonl").read_text().splitlines()
-    assert len(lines) == 3 and "record_version" not in lines[0] and json.loads(lines[2])["record_version"] == 2
+    assert (
+        len(lines) == 3
+        and "record_version" not in lines[0]
+        and json.loads(lines[2])["record_version"] == RECORD_VERSION
+    )
     now = json.loads((old_run / "metrics.json").read_text())
     for key in ("n", "em", "f1", "usage", "reasons", "routes", "bad_calls", "grounded_accuracy", "mean_steps"):
         assert now[key] == then[key], key
@@ -99,3 +103,60 @@ def test_both_notebooks_open_an_old_run(old_run: Path, notebook: str, monkeypatc
     if notebook == "inspect_trajectories.ipynb":
         html = "".join(o.get("data", {}).get("text/html", "") for o in outputs)
         assert "<b>search</b>" in html
+
+
+# Reflexion's and LATS's runs as main wrote them at 273ff98, before the two kinds of method became one
+# (record version 2: the trials and the tree at a line's top level; metrics.json's summary under
+# "reflexion" and "lats"): SynthWiki, a scripted model, 2 examples each, 2 trials / 2 iterations of 2.
+METHOD_RUNS = Path(__file__).parent / "fixtures" / "runs_v2"
+OLD = {"reflexion": "reflexion-text/reflexion_v2", "lats": "lats-text/lats_v2"}
+SETTINGS = {"reflexion": ["reflexion.trials=2"], "lats": ["lats.n=2", "lats.iterations=2"]}
+
+
+def test_reflexion_and_lats_runs_of_an_earlier_version_load_resume_and_compare_with_runs_made_now(
+    tmp_path: Path,
+) -> None:
+    from react_bench.studies import load_runs, table1
+
+    results = tmp_path / "results"
+    shutil.copytree(METHOD_RUNS / "synthwiki", results / "synthwiki")
+    old = {mode: results / "synthwiki" / "scripted" / where for mode, where in OLD.items()}
+    for mode, run_dir in old.items():
+        # every line reads as version 3, the method's own parts in ``method``; the summary, computed
+        # again from them, is the one that version wrote under the mode's name
+        raw = [json.loads(line) for line in (run_dir / "examples.jsonl").read_text().splitlines()]
+        own = {"reflexion": "trials", "lats": "tree"}[mode]
+        assert all(r["record_version"] == 2 and own in r for r in raw)
+        records = list(iter_example_records(run_dir))
+        assert [r.method[own] for r in records if r.method] == [r[own] for r in raw]
+        assert all(set(r.scores) == {"em", "f1"} for r in records)
+        then = json.loads((run_dir / "metrics.json").read_text())
+        assert RunMetrics.read(run_dir).method == then[mode]  # metrics.json read as it is
+        assert json.loads(json.dumps(summarize(run_dir, task_info("synthwiki")).method)) == then[mode]
+        # it resumes (its fingerprint is the one this version computes), and a run made now with the
+        # same settings has the same fingerprint
+        script = METHOD_RUNS / f"{mode}_script.json"
+        resumed = eval_py(f"resume={run_dir}", f"model.script={script}")
+        assert resumed.returncode == 0, resumed.stderr
+        now = eval_py(
+            "task=synthwiki", f"mode={mode}", "model=scripted", f"model.script={script}", "n=2",
+            *SETTINGS[mode], f"results_dir={results}", f"run_id={mode}_now",
+        )  # fmt: skip
+        assert now.returncode == 0, now.stderr
+        new_dir = run_dir.parent / f"{mode}_now"
+        fingerprints = [json.loads((d / "run.json").read_text())["fingerprint"] for d in (run_dir, new_dir)]
+        assert fingerprints[0] == fingerprints[1] == then["fingerprint"]
+        new_metrics = json.loads((new_dir / "metrics.json").read_text())
+        assert new_metrics["method"] == then[mode] and mode not in new_metrics
+    # one Table 1: the old runs and the new, each with its method's summary
+    runs = load_runs(sorted(d for d in (results / "synthwiki" / "scripted").glob("*/*") if d.is_dir()))
+    assert len(runs) == 4 and all(m is not None for m in runs["method_summary"])
+    by_mode = runs.groupby("mode")["method_summary"].apply(list).to_dict()
+    assert by_mode["reflexion"][0] == by_mode["reflexion"][1] and by_mode["lats"][0] == by_mode["lats"][1]
+    grid, _ = table1(runs)
+    cell = dict(zip(grid["mode"], grid[task_info("synthwiki").column], strict=True))
+    assert (
+        cell["reflexion"].startswith("50.0 [9.5, 90.5] (n=2)")
+        and "after 2 trials, oracle feedback" in cell["reflexion"]
+    )
+    assert cell["lats"].startswith("0.0 [0.0, 65.8] (n=2)") and "oracle feedback" not in cell["lats"]

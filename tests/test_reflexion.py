@@ -21,7 +21,14 @@ from react_bench.errors import ConfigError
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
 from react_bench.methods.core import SolveSettings
-from react_bench.methods.reflexion import Halting, ReflexionConfig, memory_text, reflection_prompt, verdict_of
+from react_bench.methods.reflexion import (
+    Halting,
+    ReflexionConfig,
+    TrialCurve,
+    memory_text,
+    reflection_prompt,
+    verdict_of,
+)
 from react_bench.results import format_table
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, task_info
@@ -32,6 +39,11 @@ from tests.support_oracle import gold_answers, question_of
 KEY_ENV = "REACT_BENCH_TEST_REFLEXION_KEY"
 REFLECTION = "I answered from memory without searching; next time I will search the entity first."
 _MEMORY = re.compile(r"^Reflection (\d+): ", re.M)
+
+
+def curve_of(metrics: Any) -> TrialCurve | None:
+    """A run's learning curve: its method's summary (``RunMetrics.method``), read as Reflexion's."""
+    return TrialCurve.from_dict(metrics.method) if metrics is not None and metrics.method else None
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -87,7 +99,7 @@ def config(server: MessagesServer, tmp_path: Path, run_id: str, n: int, **extra:
     return RunConfig(
         task=TaskConfig(name="hotpotqa", n=n),
         model=claude_model_config(server.base_url, KEY_ENV),  # type: ignore[arg-type]
-        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        solve=SolveSettings(mode="reflexion", options=ReflexionConfig(trials=3, evaluator="oracle")),
         results_dir=tmp_path,
         run_id=run_id,
         progress=False,
@@ -109,8 +121,8 @@ async def test_a_reflection_reaches_the_next_trial_which_succeeds_with_oracle_fe
         bodies = [r.body for r in server.requests]
     first, second = lines(result.run_dir / "examples.jsonl")
     # the first question: wrong at trial 1, a reflection, right at trial 2 (whose prompt holds it)
-    assert [t["trial"] for t in first["trials"]] == [1, 2] and first["correct"] is True
-    one, two = first["trials"]
+    assert [t["trial"] for t in first["method"]["trials"]] == [1, 2] and first["correct"] is True
+    one, two = first["method"]["trials"]
     assert (one["success"], one["evaluator"], one["prediction"]) == (False, "oracle", "nobody")
     assert one["reflection"].startswith(REFLECTION) and one["feedback"] == "The answer 'nobody' is incorrect."
     assert (two["success"], two["memory"], two["reflection"]) == (True, [one["reflection"]], None)
@@ -120,18 +132,18 @@ async def test_a_reflection_reaches_the_next_trial_which_succeeds_with_oracle_fe
     assert [e["trial"] for e in first["trajectory"]] == [1, 2]
     assert first["trajectory"][1]["memory"] == memory_text([one["reflection"]])
     # the second: right at trial 1, no reflection
-    assert [(t["trial"], t["success"], t["reflection"]) for t in second["trials"]] == [(1, True, None)]
+    assert [(t["trial"], t["success"], t["reflection"]) for t in second["method"]["trials"]] == [(1, True, None)]
     assert len(bodies) == 4  # 3 actor calls and 1 reflection
     # the run says oracle feedback; the curve shows the second trial's gain
     summary = result.summary
-    assert summary is not None and summary.reflexion is not None
-    curve = summary.reflexion
+    assert summary is not None and curve_of(summary) is not None
+    curve = curve_of(summary)
     assert curve.oracle_feedback and curve.evaluator == "oracle"
     assert [c.mean for c in curve.curve] == [0.5, 1.0, 1.0]
     assert curve.curve[0].ci95[0] < 0.5 < curve.curve[0].ci95[1]  # Wilson's interval, 1 of 2
     assert (curve.trials_run, curve.reflections) == (3, 1)
     assert curve.cost_per_trial is not None and curve.cost_per_success is not None
-    written = json.loads((result.run_dir / "metrics.json").read_text())["reflexion"]
+    written = json.loads((result.run_dir / "metrics.json").read_text())["method"]
     assert written["oracle_feedback"] is True and [c["mean"] for c in written["curve"]] == [0.5, 1.0, 1.0]
     table = format_table(summary, task_info("hotpotqa"))
     assert "ORACLE FEEDBACK" in table and "right after trial 2" in table
@@ -144,18 +156,18 @@ async def test_a_reflection_reaches_the_next_trial_which_succeeds_with_oracle_fe
     replay = RunConfig(
         task=TaskConfig(name="hotpotqa", n=2),
         model={"provider": "replay", "cassette": str(result.run_dir / "calls.jsonl")},
-        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        solve=SolveSettings(mode="reflexion", options=ReflexionConfig(trials=3, evaluator="oracle")),
         results_dir=tmp_path / "replayed",
         run_id="replayed",
         progress=False,
     )
     replayed = await evaluate(replay, out=io.StringIO())
     again = lines(replayed.run_dir / "examples.jsonl")
-    assert [[(t["prediction"], t["reflection"]) for t in r["trials"]] for r in again] == [
-        [(t["prediction"], t["reflection"]) for t in r["trials"]] for r in (first, second)
+    assert [[(t["prediction"], t["reflection"]) for t in r["method"]["trials"]] for r in again] == [
+        [(t["prediction"], t["reflection"]) for t in r["method"]["trials"]] for r in (first, second)
     ]
-    assert replayed.summary is not None and replayed.summary.reflexion == summary.reflexion.__class__(
-        **{**summary.reflexion.__dict__, "cost_per_trial": None, "cost_per_success": None}
+    assert replayed.summary is not None and curve_of(replayed.summary) == replace(
+        curve_of(summary), cost_per_trial=None, cost_per_success=None
     )
     # the studies: Reflexion's row, marked, with Reflexion's published figures beside it; the curve
     from react_bench.studies import learning_curves, load_runs, table1, write_study
@@ -205,18 +217,18 @@ async def test_a_killed_run_resumes_mid_example_without_running_a_trial_twice(tm
     assert asked.count((second, 0, "act")) == 1 and asked.count((second, 1, "act")) == 2
     assert asked.count((second, 2, "act")) == 1 and asked.count((second, -1, "reflect")) == 2
     records = lines(cut / "examples.jsonl")
-    assert sorted(len(r["trials"]) for r in records) == [2, 3]
+    assert sorted(len(r["method"]["trials"]) for r in records) == [2, 3]
     for r in records:
-        assert [t["trial"] for t in r["trials"]] == list(range(1, len(r["trials"]) + 1))
+        assert [t["trial"] for t in r["method"]["trials"]] == list(range(1, len(r["method"]["trials"]) + 1))
     assert resumed.summary is not None and uninterrupted.summary is not None
-    ours, theirs = resumed.summary.reflexion, uninterrupted.summary.reflexion
+    ours, theirs = curve_of(resumed.summary), curve_of(uninterrupted.summary)
     assert ours is not None and theirs is not None
     assert ours.curve == theirs.curve and [c.mean for c in ours.curve] == [0.0, 0.5, 1.0]
     assert (ours.trials_run, ours.reflections) == (theirs.trials_run, theirs.reflections) == (5, 3)
     # the resumed example's cassette line holds every trial's calls, the logged ones first
     by_id = {c["id"]: c for c in lines(cut / "calls.jsonl")}
     whole_by_id = {c["id"]: c for c in lines(uninterrupted.run_dir / "calls.jsonl")}
-    (resumed_id,) = [r["id"] for r in records if len(r["trials"]) == 3]
+    (resumed_id,) = [r["id"] for r in records if len(r["method"]["trials"]) == 3]
     assert by_id[resumed_id]["completions"] == whole_by_id[resumed_id]["completions"]
 
 
@@ -242,7 +254,7 @@ async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_
             mode="reflexion",
             runner=runner,
             loop=LoopConfig(max_steps=50),
-            reflexion=ReflexionConfig(trials=3, halt=True),
+            options=ReflexionConfig(trials=3, halt=True),
         ),
         env=small,
         results_dir=tmp_path,
@@ -251,7 +263,7 @@ async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_
     )
     result = await evaluate(cfg, model=model)
     (record,) = lines(result.run_dir / "examples.jsonl")
-    one, two = record["trials"]
+    one, two = record["method"]["trials"]
     assert (one["reason"], one["steps"], one["success"], one["evaluator"]) == ("halted", 4, False, "env")
     assert "got the same observation 4 times (more than 3)" in one["halted"]
     assert one["reflection"] == lesson.strip() and "The trial was stopped" in one["feedback"]
@@ -264,7 +276,7 @@ async def test_the_heuristic_halts_a_looping_actor_on_alfworld_and_a_reflection_
     assert "the same action ('look') got the same observation 4 times" in reflect
     assert "Your task is to:" in reflect and "(END OF EXAMPLES)" in reflect
     assert f"Reflection 1: {lesson.strip()}" in sent[5] and "Reflection 1:" not in sent[0]
-    curve = result.summary.reflexion if result.summary else None
+    curve = curve_of(result.summary) if result.summary else None
     assert curve is not None and not curve.oracle_feedback and curve.halted == 1
     assert [c.mean for c in curve.curve] == [0.0, 1.0, 1.0]
 
@@ -307,9 +319,9 @@ def test_verdicts_and_settings() -> None:
         ReflexionConfig(memory=0)
     # the command line: ALFWorld's protocol is Reflexion's (12 trials, the halt); the others ask for no ray
     alf = RunConfig.from_mapping(composed("task=alfworld", "mode=reflexion"))
-    assert alf.solve.reflexion == ReflexionConfig(trials=12, halt=True, evaluator="env")
+    assert alf.solve.options == ReflexionConfig(trials=12, halt=True, evaluator="env")
     hot = RunConfig.from_mapping(composed("mode=reflexion", "reflexion.memory=1", "reflexion.trials=4"))
-    assert hot.solve.reflexion == ReflexionConfig(trials=4, memory=1, evaluator="oracle")
+    assert hot.solve.options == ReflexionConfig(trials=4, memory=1, evaluator="oracle")
     with pytest.raises(ConfigError, match="executor=ray"):
         RunConfig.from_mapping(composed("mode=reflexion", "executor=ray"))
     for task in ("hotpotqa", "fever", "alfworld", "webshop", "synthwiki", "synthwiki_claims"):
@@ -325,16 +337,16 @@ async def test_the_memory_keeps_the_last_reflections_only(tmp_path: Path, key: N
             **{
                 **cfg.__dict__,
                 "solve": SolveSettings(
-                    mode="reflexion", reflexion=ReflexionConfig(trials=4, memory=2, evaluator="oracle")
+                    mode="reflexion", options=ReflexionConfig(trials=4, memory=2, evaluator="oracle")
                 ),
             }
         )
         result = await evaluate(cfg, out=io.StringIO())
         acted = [r.body for r in server.requests if not asks_for_reflection(r.body)]
     (record,) = lines(result.run_dir / "examples.jsonl")
-    reflections = [t["reflection"] for t in record["trials"]]
+    reflections = [t["reflection"] for t in record["method"]["trials"]]
     assert [r is not None for r in reflections] == [True, True, True, False]  # none after the last trial
-    assert [t["memory"] for t in record["trials"]] == [[], reflections[:1], reflections[:2], reflections[1:3]]
+    assert [t["memory"] for t in record["method"]["trials"]] == [[], reflections[:1], reflections[:2], reflections[1:3]]
     last = _text(acted[3]["messages"][0])
     assert f"Reflection 1: {reflections[1]}\nReflection 2: {reflections[2]}\n" in last and "(#1)" not in last
     assert record["correct"] is False and record["reason"] == "answered"
@@ -344,7 +356,7 @@ async def test_a_dry_run_prices_every_trial_and_reflection(tmp_path: Path, key: 
     cfg = RunConfig(
         task=TaskConfig(name="hotpotqa", n=2),
         model=claude_model_config("http://127.0.0.1:9", KEY_ENV),  # type: ignore[arg-type]
-        solve=SolveSettings(mode="reflexion", reflexion=ReflexionConfig(trials=3, evaluator="oracle")),
+        solve=SolveSettings(mode="reflexion", options=ReflexionConfig(trials=3, evaluator="oracle")),
         results_dir=tmp_path,
         run_id="priced",
         progress=False,
@@ -377,14 +389,14 @@ async def test_an_errored_trial_runs_again_with_retry_errors_and_the_finished_on
         cut = await evaluate(config(server, tmp_path, "flaky", 1, request_cache="off"), out=io.StringIO())
         (record,) = lines(cut.run_dir / "examples.jsonl")
         assert record["reason"] == "error" and "overloaded" in record["error"].lower()
-        assert [(t["trial"], t["error"] is not None) for t in record["trials"]] == [(1, False), (2, True)]
+        assert [(t["trial"], t["error"] is not None) for t in record["method"]["trials"]] == [(1, False), (2, True)]
         assert [t["trial"]["trial"] for t in lines(cut.run_dir / "trials.jsonl")] == [1]  # the finished one only
         again = await evaluate(
             config(server, tmp_path, "flaky", 1, request_cache="off", resume=True, retry_errors=True),
             out=io.StringIO(),
         )
     (record,) = lines(again.run_dir / "examples.jsonl")
-    assert record["correct"] is True and [t["trial"] for t in record["trials"]] == [1, 2, 3]
+    assert record["correct"] is True and [t["trial"] for t in record["method"]["trials"]] == [1, 2, 3]
     # trial 1 ran once; trial 2 twice (its reflection failed, so it was not finished); then trial 3
     assert [held for _, held, kind in learner.asked if kind == "act"] == [0, 1, 1, 2]
 
@@ -404,30 +416,30 @@ async def test_a_model_judge_decides_the_retries_without_the_gold(tmp_path: Path
 
     with MessagesServer(responder=responder) as server:
         cfg = config(server, tmp_path, "judged", 1)
-        cfg = replace(cfg, solve=replace(cfg.solve, reflexion=ReflexionConfig(trials=3, evaluator="judge")))
+        cfg = replace(cfg, solve=replace(cfg.solve, options=ReflexionConfig(trials=3, evaluator="judge")))
         result = await evaluate(cfg, out=io.StringIO())
         with pytest.raises(ConfigError, match="reflexion.judge=nope: no configs/model/nope.yaml"):
             other = replace(cfg, run_id="nope")
             await evaluate(
-                replace(other, solve=replace(cfg.solve, reflexion=ReflexionConfig(evaluator="judge", judge="nope"))),
+                replace(other, solve=replace(cfg.solve, options=ReflexionConfig(evaluator="judge", judge="nope"))),
                 out=io.StringIO(),
             )
     (record,) = lines(result.run_dir / "examples.jsonl")
-    assert [(t["success"], t["evaluator"]) for t in record["trials"]] == [
+    assert [(t["success"], t["evaluator"]) for t in record["method"]["trials"]] == [
         (False, "judge:claude-sonnet-4-6"),
         (True, "judge:claude-sonnet-4-6"),
     ]
-    assert record["trials"][0]["feedback"] == "A judge read the trial and said FAILURE."
+    assert record["method"]["trials"][0]["feedback"] == "A judge read the trial and said FAILURE."
     assert len(judged) == 2 and all("Attempt:\nQuestion: " in j for j in judged)
-    assert result.summary is not None and result.summary.reflexion is not None
-    assert not result.summary.reflexion.oracle_feedback and result.summary.reflexion.evaluator == "judge"
+    assert result.summary is not None and curve_of(result.summary) is not None
+    assert not curve_of(result.summary).oracle_feedback and curve_of(result.summary).evaluator == "judge"
 
 
 async def test_the_progress_line_names_the_trial_as_well_as_the_step(tmp_path: Path, key: None) -> None:
     """Steps count from 1 again in every trial: the run's sinks are told each trial as it starts
     (not recorded in an episode), and the bar shows ``trial k/n, step s``."""
     from react_bench.console import ProgressBar
-    from react_bench.events import StepStarted, TrialStarted
+    from react_bench.events import MethodStage, StepStarted
 
     golds = gold_answers(2)
     seen: list[tuple[str, object]] = []
@@ -436,15 +448,15 @@ async def test_the_progress_line_names_the_trial_as_well_as_the_step(tmp_path: P
             config(server, tmp_path, "bar", 2), out=io.StringIO(), on_event=lambda i, e: seen.append((i, e))
         )
     first, second = lines(result.run_dir / "examples.jsonl")
-    told = [(i, e.trial, e.trials) for i, e in seen if isinstance(e, TrialStarted)]
+    told = [(i, e.index, e.total) for i, e in seen if isinstance(e, MethodStage) and e.what == "trial"]
     assert told == [(first["id"], 1, 3), (first["id"], 2, 3), (first["id"], 3, 3), (second["id"], 1, 3)]
-    assert not any(ev["type"] == "trial_started" for ep in first["trajectory"] for ev in ep["events"])
+    assert not any(ev["type"] == "method_stage" for ep in first["trajectory"] for ev in ep["events"])
     # each trial's steps follow its announcement
-    order = [type(e).__name__ for i, e in seen if i == first["id"] and isinstance(e, (StepStarted, TrialStarted))]
-    assert order == ["TrialStarted", "StepStarted"] * 3
+    order = [type(e).__name__ for i, e in seen if i == first["id"] and isinstance(e, (StepStarted, MethodStage))]
+    assert order == ["MethodStage", "StepStarted"] * 3
     out = io.StringIO()
     bar = ProgressBar("hotpotqa reflexion", 2, 0, out, enabled=True)
-    bar.trial("5a8c7595aaaa", 3, 5)
+    bar.stage("5a8c7595aaaa", "trial", 3, 5)
     bar.heartbeat("5a8c7595aaaa", 2)
     bar.close()
     assert "now: 5a8c7595 trial 3/5, step 2" in out.getvalue()

@@ -174,7 +174,7 @@ def test_grounded_counts_only_answers_a_page_can_say_and_actions_are_counted_apa
 def test_metrics_json_layout_comes_from_the_fields_and_reads_back_whole() -> None:
     """Every figure set, written and read back equal; the file's places for them as runs have
     always had them; a file that lacks them all reads with each field's default."""
-    from react_bench.record import GroupScore, Score, SearchSummary, TrialCurve
+    from react_bench.record import GroupScore, Score
     from react_bench.types import Usage
 
     s = Score(0.5, (0.25, 0.75), "wilson")
@@ -184,23 +184,25 @@ def test_metrics_json_layout_comes_from_the_fields_and_reads_back_whole() -> Non
         usage=Usage(1, 2, 3, 4), request_cache={"hits": 3, "misses": 4}, out_of_label_set=2,
         cost=Cost(1.0, 0.5, 1.5, 0.5, None), wall_per_example_s=1.5, wall_per_call_s=0.1, actions=7,
         invalid_rate=0.1, think_share=0.3, by_group={"task_type": {"pick": GroupScore(2, 0.5, (0.1, 0.9))}},
-        epochs=3, pass_at={1: s, 3: s}, pass_hat={1: s}, reflexion=TrialCurve("oracle", 3, (s, s), 5, 2, 1, 0.1),
-        search=SearchSummary("oracle", 1.0, 2.0, 3.0, 4),
+        epochs=3, pass_at={1: s, 3: s}, pass_hat={1: s}, method={"evaluator": "oracle", "oracle_feedback": True},
     )  # fmt: skip
     written = json.loads(json.dumps(metrics.to_dict()))
     assert RunMetrics.from_dict(written) == metrics
     assert written["success"] == {"mean": 0.5, "ci95": [0.25, 0.75], "ci_method": "wilson"}
     assert written["wall"] == {"per_example_s": 1.5, "per_call_s": 0.1}
     assert written["actions"] == {"n": 7, "invalid_rate": 0.1, "think_share": 0.3}
-    assert written["cost_usd"]["total"] == 1.5 and written["lats"]["oracle_feedback"] is True
+    assert written["cost_usd"]["total"] == 1.5 and written["method"]["oracle_feedback"] is True
     assert written["by_group"] == {"task_type": {"pick": {"n": 2, "success": 0.5, "ci95": [0.1, 0.9]}}}
     assert set(written["pass_at_k"]) == {"1", "3"} and written["epochs"] == 3
-    assert not {"scores", "search", "pass_at", "wall_per_example_s", "cost"} & set(written)
+    assert not {"scores", "pass_at", "wall_per_example_s", "cost"} & set(written) and metrics.oracle_feedback
+    # a file written before version 3 kept the method's summary under the mode's own name: read as ``method``
+    older = {k: v for k, v in written.items() if k != "method"} | {"reflexion": written["method"]}
+    assert RunMetrics.from_dict(older) == metrics
     one_attempt = RunMetrics.from_dict({k: v for k, v in written.items() if k not in ("epochs", "pass_at_k")})
     assert one_attempt.epochs == 1 and not one_attempt.pass_at and "pass_hat_k" not in one_attempt.to_dict()
     bare = RunMetrics.from_dict({"run_id": "old"})
     assert (bare.run_id, bare.n, bare.metrics, bare.usage, bare.cost) == ("old", 0, (), Usage(), Cost())
-    assert (bare.request_cache, bare.search, bare.out_of_label_set, bare.epochs) == (
+    assert (bare.request_cache, bare.method, bare.out_of_label_set, bare.epochs) == (
         {"hits": 0, "misses": 0},
         None,
         None,

@@ -1,7 +1,11 @@
 """The shape of the package, read from its imports (every import, lazy ones included).
 
 - The loop, the runners and the methods know no task and no environment: nothing under
-  ``runners/`` or ``methods/``, nor ``loop.py``, imports ``react_bench.envs`` or ``react_bench.tasks``.
+  ``runners/`` or ``methods/`` (every module of it), nor ``loop.py``, imports ``react_bench.envs``
+  or ``react_bench.tasks``; a method reaches an environment through ``environment.py``'s seam.
+- A method's own types and fields stay in ``methods/``: the record, the events, the console,
+  the results and the studies reach them through the generic slots (``record.method``,
+  ``RunMetrics.method``, ``events.MethodStage``) and the method's hooks.
 - The import graph between the package's modules has no cycle.
 - The stand-ins for tests (``react_bench.testing``) are imported by nothing else of the package:
   what a run needs (the project's own WebShop server) lives beside its environment.
@@ -51,9 +55,12 @@ GRAPH = {module: _imports(path) for module, path in MODULES.items()}
 
 def test_the_loop_the_runners_and_the_methods_know_no_task_and_no_environment() -> None:
     core = [
-        m for m in GRAPH if m.startswith("react_bench.runners") or m in ("react_bench.loop", "react_bench.methods.core")
+        m
+        for m in GRAPH
+        if m.startswith(("react_bench.runners", "react_bench.methods"))
+        or m in ("react_bench.loop", "react_bench.methods")
     ]
-    assert len(core) >= 6
+    assert len(core) >= 14 and "react_bench.methods.lats_official_webshop" in core
     for module in core:
         bad = sorted(i for i in GRAPH[module] if i.startswith(("react_bench.envs", "react_bench.tasks")))
         assert not bad, f"{module} imports {bad}"
@@ -182,3 +189,66 @@ def test_methods_are_asked_not_named_outside_their_floor() -> None:
                 if cases & names:
                     branches.append(f"{module}:{node.lineno} matches a mode against {sorted(cases & names)}")
     assert not branches, branches
+
+
+# A method's own types and fields (Reflexion's trials, LATS's tree and search): the names no module
+# outside ``methods/`` (and the tests' stand-ins) may use, as an attribute, a name or an import.
+METHOD_OWN = {
+    "attributes": {"reflexion", "lats", "tree", "trials"},
+    "names": {"TrialStarted", "SearchIteration", "TrialCurve", "SearchSummary", "METHOD_FIELDS", "Trial"},
+}
+
+
+def _outside_methods() -> dict[str, Path]:
+    return {m: p for m, p in MODULES.items() if not m.startswith(("react_bench.methods", "react_bench.testing"))}
+
+
+def test_no_module_outside_methods_names_a_methods_own_types_or_fields() -> None:
+    found = []
+    for module, path in _outside_methods().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in METHOD_OWN["attributes"]:
+                found.append(f"{module}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.Name) and node.id in METHOD_OWN["names"]:
+                found.append(f"{module}:{node.lineno} {node.id}")
+            elif isinstance(node, ast.ImportFrom):
+                found += [
+                    f"{module}:{node.lineno} imports {a.name}" for a in node.names if a.name in METHOD_OWN["names"]
+                ]
+    assert not found, found
+
+
+def _constants(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module, those of type annotations (``Literal[...]``) left out."""
+    typed: set[int] = set()
+    for node in ast.walk(tree):
+        for hint in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            typed |= {id(n) for n in ast.walk(hint)} if hint is not None else set()
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "Literal":
+            typed |= {id(n) for n in ast.walk(node)}
+    return [
+        n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in typed
+    ]
+
+
+def test_at_most_two_modules_outside_methods_hold_a_methods_name() -> None:
+    """A method's name as a string constant outside ``methods/`` (``paper.py``'s experiment lists
+    aside): at most two modules. The names counted are the registry's, less the parts and prompt
+    styles every layer speaks (``standard``, ``cot``, ``cot_sc``, ``act``, ``react``, and
+    ``react_im``, ALFWorld's prompt style): those are the spec's vocabulary, not a method's."""
+    from typing import get_args
+
+    from react_bench.methods.core import Part
+    from react_bench.methods.registry import methods
+
+    styles = set(get_args(Part)) | {"react_im"}
+    names = set(methods()) - styles
+    assert {"reflexion", "lats", "best_of_k", "react_cot_sc"} <= names
+    holders: dict[str, list[str]] = {}
+    for module, path in _outside_methods().items():
+        if module == "react_bench.paper":
+            continue
+        held = sorted({n.value for n in _constants(ast.parse(path.read_text(encoding="utf-8"))) if n.value in names})
+        if held:
+            holders[module] = held
+    assert len(holders) <= 2, holders

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal, get_args
 
 from react_bench.environment import Example
-from react_bench.errors import ConfigError, settings_of
-from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
+from react_bench.errors import ConfigError
+from react_bench.methods.core import Costing, EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
 from react_bench.methods.lats import VALUE_SUFFIX, parse_value, unlike_lats_runs, value_parts
 from react_bench.methods.pricing import Estimate, Pricing, step_growth, text_call_usage, times
 from react_bench.models.base import ModelError
@@ -75,18 +75,33 @@ class BestOfKConfig:
 
 
 @dataclass(frozen=True)
+class BestOfKSummary:
+    """A best-of-k run's summary (``RunMetrics.method``): the selection, whether the gold answer
+    chose (``oracle_feedback``), the share of examples with some right candidate (``oracle_at_k``)
+    and the value replies that named no score."""
+
+    k: int = 0
+    selection: str = "value"
+    oracle_feedback: bool = False
+    oracle_at_k: float = 0.0
+    unparsed_values: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> BestOfKSummary:
+        known = {f.name for f in fields(BestOfKSummary)}
+        return BestOfKSummary(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
 class BestOfK(Method):
     """``mode=best_of_k`` for the registry (the module docstring)."""
 
-    def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> BestOfKConfig:
-        values = {k: v for k, v in (cfg.get("mode") or {}).items() if v is not None}
-        return settings_of(BestOfKConfig, values, "mode")
-
     def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
         solve = super().settle(solve, task, answers, protocol)
-        config = solve.options
-        if not isinstance(config, BestOfKConfig):
-            raise ConfigError(f"mode=best_of_k: its settings are a BestOfKConfig, not {type(config).__name__}")
+        config: BestOfKConfig = solve.options
         if config.selection == "oracle" and not answers:
             raise ConfigError(
                 f"mode.selection=oracle: task={task} has no reference answers; the value function selects "
@@ -95,7 +110,7 @@ class BestOfK(Method):
         return solve
 
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
-        oracle = (solve.get("options") or {}).get("selection") == "oracle"
+        oracle = self.read_settings(solve).get("selection") == "oracle"
         return {"feedback": "oracle" if oracle else "honest"}
 
     def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
@@ -155,20 +170,31 @@ class BestOfK(Method):
             },
         )
 
-    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> BestOfKSummary:
         """The selection, and beside the chosen answers' score what a perfect selector would have
         scored (``oracle_at_k``: some candidate was right) and how often the value call was unreadable."""
         own = [r.method for r in records if r.method is not None]
         n = len(own) or 1
-        return {
-            "method": {
-                "k": int((solve.get("options") or {}).get("k") or 0),
-                "selection": str((solve.get("options") or {}).get("selection") or "value"),
-                "oracle_feedback": self.labels(solve)["feedback"] == "oracle",
-                "oracle_at_k": sum(bool(m.get("oracle_at_k")) for m in own) / n,
-                "unparsed_values": sum(int(m.get("unparsed_values") or 0) for m in own),
-            }
-        }
+        settings = self.read_settings(solve)
+        return BestOfKSummary(
+            k=int(settings.get("k") or 0),
+            selection=str(settings.get("selection") or "value"),
+            oracle_feedback=self.labels(solve)["feedback"] == "oracle",
+            oracle_at_k=sum(bool(m.get("oracle_at_k")) for m in own) / n,
+            unparsed_values=sum(int(m.get("unparsed_values") or 0) for m in own),
+        )
+
+    def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        s = BestOfKSummary.from_dict(summary)
+        said = "ORACLE FEEDBACK: the first right candidate was chosen" if s.oracle_feedback else "no gold answer read"
+        return [
+            ("best-of-k selection", f"{s.selection} of {s.k}", said),
+            ("  some candidate right", f"{100 * s.oracle_at_k:.1f}", f"{s.unparsed_values} value replies unreadable"),
+        ]
+
+
+class BestOfKCosting(Costing):
+    """``mode=best_of_k``'s price and batch rounds: its episodes, then their value calls."""
 
     def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
         """``k`` ReAct episodes, each to its step cap, and a value call per trajectory (its prompt,
@@ -251,6 +277,8 @@ METHODS = (
         "k ReAct episodes sampled at a temperature; the model as value function picks the answer (LATS's baseline)",
         published=PUBLISHED,
         published_by="LATS paper",
-        settings_field="options",
+        settings_type=BestOfKConfig,
+        summary_type=BestOfKSummary,
+        costing=BestOfKCosting(),
     ),
 )

@@ -41,13 +41,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, assert_never, get_args
+from typing import Any, Literal, assert_never, cast, get_args
 
 from react_bench.context import ContextConfig, ContextView, SubagentEnv
 from react_bench.environment import EnvFactory, Environment, EpisodeAbort, Example
-from react_bench.errors import ConfigError
+from react_bench.errors import ConfigError, settings_of
 from react_bench.events import (
     DELTAS,
     AgentEvent,
@@ -58,7 +58,7 @@ from react_bench.methods.pricing import Estimate, Pricing, parts_estimate, parts
 from react_bench.metrics import normalize_answer
 from react_bench.models.base import ModelClient, ModelRequest, ThinkingConfig, ToolSpec
 from react_bench.prompts import PromptSpec
-from react_bench.record import Episode, Trial, Vote
+from react_bench.record import Episode, Score, Vote
 from react_bench.runners.common import Completion, Sampling, StepStats, complete_text
 from react_bench.runners.formats import NumberedFormat, TextFormat, bracket_grammar
 from react_bench.runners.parsing import ParserName
@@ -148,7 +148,6 @@ MODE_SPECS: dict[str, ModeSpec] = {
     # the paper's Table 3 ablation: ReAct whose thoughts only decompose the goal and name the subgoal
     "react_im": ModeSpec("react", prompt="react_im", tasks=("alfworld",)),
 }
-METHOD_FIELDS = ("reflexion", "lats", "options")  # SolveSettings' fields of a method's own settings
 
 
 @dataclass(frozen=True)
@@ -168,11 +167,9 @@ class SolveSettings:
     tool_max_tokens: int = 1024
     shots: int | None = None  # tool-use runner: how many exemplars as native turns (None: all)
     context: ContextConfig = ContextConfig()  # what is sent of the history (context.py)
-    # A method's own settings (``Method.settle``). Reflexion's and LATS's keep the fields they had
-    # before the registry, so their runs' fingerprints and run.json read as ever; a method written
-    # since keeps its own in ``options`` (a dataclass of its module), None where it has none.
-    reflexion: Any = None  # mode=reflexion: reflexion.ReflexionConfig (resolved)
-    lats: Any = None  # mode=lats: lats.LatsConfig
+    # A method's own settings: an instance of its ``Method.settings_type`` (made whole by
+    # ``Method.settle``), None where it has none. run.json and the fingerprint keep them under the
+    # method's ``settings_key``.
     options: Any = None
 
     def __post_init__(self) -> None:
@@ -211,10 +208,8 @@ class Outcome:
     vote: Vote | None = None
     episodes: list[Episode] = field(default_factory=list)
     stats: StepStats = field(default_factory=StepStats)
-    halted: str | None = None  # Reflexion's heuristic halt that ended the episode
-    trials: list[Trial] = field(default_factory=list)  # mode=reflexion: every trial, in order
-    tree: dict[str, Any] | None = None  # mode=lats: the example's search tree (lats.TreeSearch)
-    extra: dict[str, Any] | None = None  # what a method adds to the record (ExampleRecord.method)
+    halted: str | None = None  # what a ``halting`` wrapper said when it ended the episode (Solver.agent)
+    extra: dict[str, Any] | None = None  # what a method adds to the record (ExampleRecord.method), as JSON
 
 
 Grade = Callable[[Example, Outcome], bool]  # the task's own score of an outcome: right or not
@@ -232,6 +227,46 @@ def wants_backoff(part: Part, outcome: Outcome) -> bool:
             return False
         case _:
             assert_never(part)
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A method's score after each round of its own (``Method.curve``): ``unit`` names the round
+    ("trial"), ``points`` the share right after each with its interval; ``said`` marks the run
+    ("oracle feedback"); ``columns``, what the learning-curve table shows beside each point."""
+
+    unit: str
+    points: tuple[Score, ...]
+    said: str = ""
+    columns: Mapping[str, str] = field(default_factory=dict)
+
+
+class Costing:
+    """How a method is priced (the dry run and the budget: ``estimate``, ``calls_at_most``,
+    ``expected_said``) and batched (``rounds``), apart from how it solves: neither side needs the
+    other's hooks. This base prices a mode of parts (``pricing.parts_estimate``, every episode to its
+    cap); a method that solves its own way gives its own (``Method.costing``), and the registry
+    refuses one that does not."""
+
+    def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
+        """One example's calls and tokens as the dry run and the budget price them."""
+        return parts_estimate(solver, question, pricing)
+
+    def calls_at_most(self, solver: Solver) -> int | None:
+        """The most calls an example can make where ``estimate`` gives an expected figure below it;
+        None where ``estimate`` is already the most (every episode to its cap)."""
+        return None
+
+    def expected_said(self, solver: Solver) -> str:
+        """Where ``calls_at_most`` gives a most: how the expected figure was reckoned, in a few words."""
+        return "each simulation to half the depth cap, in every iteration"
+
+    def rounds(self, solver: Solver) -> int:
+        """``batch=true``: the most rounds an example can take, its calls one after another."""
+        return parts_rounds(solver)
+
+
+PARTS_COSTING = Costing()  # a mode of parts' price and rounds
 
 
 @dataclass(frozen=True)
@@ -254,38 +289,87 @@ class Method:
     published: Mapping[str, str] = field(default_factory=dict)
     published_by: str = ""  # whose figures those are: Table 1's column ("LATS paper")
     distributable: bool = True  # whether executor=ray runs it (its state lives in the example alone)
-    settings_field: str | None = None  # the SolveSettings field its own settings live in
-    # the keys its ``mode`` group takes, with their defaults: what the base ``parse`` accepts, and the
-    # group node of a method installed from outside the package (scripts/eval.py, Hydra's ConfigStore)
+    # its settings: a frozen dataclass whose defaults are the only place they are written (None: it
+    # takes none). ``SolveSettings.options`` holds one; ``settings_key`` says where they are read
+    # and kept: "options" reads them from its ``mode`` group (``mode.k=10``), and run.json and the
+    # fingerprint keep them under "options"; another key is an eval.yaml section of that name
+    # (Reflexion's ``reflexion.*``, LATS's ``lats.*``, as their runs have always kept them).
+    settings_type: type | None = None
+    settings_key: str = "options"
+    # its summary (``RunMetrics.method``, as JSON): a class with ``to_dict`` and ``from_dict``
+    summary_type: type | None = None
+    # the keys its ``mode`` group takes where it has no ``settings_type`` (a plugin's plain node)
     mode_defaults: Mapping[str, Any] = field(default_factory=dict)
+    # how it is priced and batched; None: as its parts, which only a mode of parts may be (the
+    # registry refuses a method with its own ``solve`` and no costing)
+    costing: Costing | None = None
 
     @property
     def of_parts(self) -> bool:
         """Whether it is a mode of parts as the base solves it (no solving of its own)."""
         return type(self).solve is Method.solve
 
+    @property
+    def price(self) -> Costing:
+        """Its price and batch rounds (``costing``; a mode of parts': its parts')."""
+        return self.costing if self.costing is not None else PARTS_COSTING
+
+    def mode_node(self) -> dict[str, Any]:
+        """Its ``mode`` group node: its name, and its settings' defaults where the group holds them
+        (``configs/mode/<name>.yaml`` is held to this by a test; an installed method's node is put in
+        Hydra's ConfigStore from it)."""
+        node: dict[str, Any] = {"name": self.name}
+        if self.settings_type is not None and self.settings_key == "options":
+            node.update({f.name: f.default for f in fields(self.settings_type)})
+        else:
+            node.update(self.mode_defaults)
+        return node
+
     # --- settings ------------------------------------------------------------------------------
     def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> Any:
         """Its own settings from the composed config (``cfg``: eval.yaml's mapping, its ``mode`` group
-        included) and the task's protocol for it; None where it has none. A key of the mode group it
-        does not take is a ConfigError."""
-        extra = sorted(k for k in (cfg.get("mode") or {}) if k != "name" and k not in self.mode_defaults)
+        included) and the task's protocol for it: its ``settings_type`` from its keys (those of its
+        ``mode`` group, or of its own section; a null takes the default), None where it has none."""
+        self.check_group(cfg)
+        if self.settings_type is None:
+            return None
+        group = cfg.get("mode") if self.settings_key == "options" else cfg.get(self.settings_key)
+        values = {k: v for k, v in (group or {}).items() if k != "name" and v is not None}
+        return settings_of(self.settings_type, values, "mode" if self.settings_key == "options" else self.settings_key)
+
+    def check_group(self, cfg: Mapping[str, Any]) -> None:
+        """A key of its ``mode`` group it does not take is a ConfigError naming those it takes."""
+        takes = [k for k in self.mode_node() if k != "name"]
+        extra = sorted(k for k in (cfg.get("mode") or {}) if k != "name" and k not in takes)
         if extra:
-            takes = f"takes mode.{', mode.'.join(self.mode_defaults)}" if self.mode_defaults else "takes no settings"
-            raise ConfigError(f"mode={self.name} {takes}; got mode.{', mode.'.join(extra)}")
-        return None
+            said = f"takes mode.{', mode.'.join(takes)}" if takes else "takes no settings"
+            raise ConfigError(f"mode={self.name} {said}; got mode.{', mode.'.join(extra)}")
 
     def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
         """``solve`` made whole for ``task`` (its defaults where it has none of its settings) and
         checked, once: every run's config passes here (``RunConfig``), whether composed or built
         in code."""
         self.spec.check(self.name, task, solve.runner)
-        if self.settings_field is not None and getattr(solve, self.settings_field) is None:
-            solve = replace(solve, **{self.settings_field: self.parse({}, protocol)})
+        if self.settings_type is not None and solve.options is None:
+            solve = replace(solve, options=self.parse({}, protocol))
+        if self.settings_type is not None and not isinstance(solve.options, self.settings_type):
+            wanted, given = self.settings_type.__name__, type(solve.options).__name__
+            raise ConfigError(f"mode={self.name}: its settings are a {wanted}, not {given}")
         return solve
 
-    def settings_of(self, solve: SolveSettings) -> Any:
-        return getattr(solve, self.settings_field) if self.settings_field is not None else None
+    def kept_settings(self, solve: dict[str, Any]) -> dict[str, Any]:
+        """``solve`` (``SolveSettings`` as JSON) with its settings under ``settings_key``, where run.json
+        and the fingerprint keep them; absent where it has none (as runs always had)."""
+        solve = dict(solve)
+        options = solve.pop("options", None)
+        if options is not None:
+            solve[self.settings_key] = options
+        return solve
+
+    def read_settings(self, solve: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Its settings as run.json keeps them (``solve``: run.json's), as JSON; {} where it has none."""
+        kept = solve.get(self.settings_key)
+        return kept if isinstance(kept, Mapping) else {}
 
     def fingerprinted(self, solve: dict[str, Any]) -> dict[str, Any]:
         """The solve settings as the run's fingerprint holds them (JSON): a setting added to the method
@@ -327,28 +411,37 @@ class Method:
         where it keeps files of its own (Reflexion's trial log)."""
 
     # --- the record ----------------------------------------------------------------------------
-    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
-        """What it adds to a run's metrics (``record.RunMetrics`` fields), from its records and
-        run.json's ``solve``."""
-        return {}
-
-    # --- the dry run and batch rounds ------------------------------------------------------------
-    def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
-        """One example's calls and tokens as the dry run and the budget price them."""
-        return parts_estimate(solver, question, pricing)
-
-    def calls_at_most(self, solver: Solver) -> int | None:
-        """The most calls an example can make where ``estimate`` gives an expected figure below it;
-        None where ``estimate`` is already the most (every episode to its cap)."""
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> Any:
+        """What it adds to a run's metrics (``RunMetrics.method``), from its records and run.json's
+        ``solve``: an instance of its ``summary_type`` (or a plain mapping); None: nothing."""
         return None
 
-    def expected_said(self, solver: Solver) -> str:
-        """Where ``calls_at_most`` gives a most: how the expected figure was reckoned, in a few words."""
-        return "each simulation to half the depth cap, in every iteration"
+    def summary_of(self, kept: Mapping[str, Any] | None) -> Any:
+        """Its summary as metrics.json keeps it (``RunMetrics.method``), read as its ``summary_type``;
+        the mapping itself where it has none; None where there is none."""
+        if kept is None:
+            return None
+        return cast(Any, self.summary_type).from_dict(kept) if self.summary_type is not None else kept
 
-    def rounds(self, solver: Solver) -> int:
-        """``batch=true``: the most rounds an example can take, its calls one after another."""
-        return parts_rounds(solver)
+    # --- what the run's table and the studies show of it ----------------------------------------
+    def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """Its lines of the run's table (``results.format_table``: metric, value, what it means),
+        from its summary (``RunMetrics.method``)."""
+        return []
+
+    def cell_note(self, summary: Mapping[str, Any]) -> str:
+        """What a study's Table 1 cell says of a run of it beyond the score ("after 5 trials")."""
+        return ""
+
+    def curve(self, summary: Mapping[str, Any]) -> Curve | None:
+        """Its score after each round of its own (Reflexion: each trial), for the studies' learning
+        curves; None where it has none."""
+        return None
+
+    def record_html(self, method: Mapping[str, Any]) -> str:
+        """What the trajectory view shows of an example's ``record.method`` beside its episodes
+        (LATS: the search tree), as HTML; "" for nothing."""
+        return ""
 
 
 ABOUT = {

@@ -73,12 +73,13 @@ the step cap (their HotpotQA code stops simulations at depth 4, WebShop's at 15)
 from __future__ import annotations
 
 import asyncio
+import html
 import math
 import re
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal, NamedTuple, get_args
 
 from react_bench.environment import Action, EnvFactory, Environment, EpisodeAbort, Example, Observation
@@ -87,14 +88,19 @@ from react_bench.events import (
     DELTAS,
     AgentEvent,
     EpisodeFinished,
-    SearchIteration,
     StepFinished,
     StepStarted,
     event_to_dict,
 )
 from react_bench.loop import Decision, ToolCall, execute_all
-from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
-from react_bench.methods.lats_official import is_webshop, official_estimate, official_most, solve_official
+from react_bench.methods.core import Costing, EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
+from react_bench.methods.lats_official import (
+    is_webshop,
+    official_estimate,
+    official_most,
+    search_iteration,
+    solve_official,
+)
 from react_bench.methods.lats_official_webshop import solve_webshop, webshop_estimate, webshop_most
 from react_bench.methods.pricing import (
     OBSERVATION_TOKENS,
@@ -110,7 +116,7 @@ from react_bench.models.base import ModelError, ToolSpec
 from react_bench.models.cache import estimate_input_tokens
 from react_bench.models.collector import StreamProtocolError
 from react_bench.prompts import PromptSpec, task_exemplars
-from react_bench.record import Episode, SearchSummary
+from react_bench.record import Episode
 from react_bench.runners.common import Sampling, StepStats
 from react_bench.runners.text import TextPolicy
 from react_bench.settings import default
@@ -525,7 +531,7 @@ class TreeSearch:
             if node is None:
                 break
             self.iterations += 1
-            self._tell(SearchIteration(self.iterations, self.cfg.iterations, len(self.nodes)))
+            self._tell(search_iteration(self.iterations, self.cfg.iterations, len(self.nodes)))
             children = await self._expand(node)
             won = next((c for c in children if c.success()), None)
             if won is not None:
@@ -795,6 +801,39 @@ class TreeSearch:
         return SearchResult(prediction, reason, len(path), reward, self.usage, episode, tree, error)
 
 
+@dataclass(frozen=True)
+class SearchSummary:
+    """A LATS run's summary (``RunMetrics.method``): its feedback (``oracle_feedback``: the gold
+    answer ended the search), and per example the nodes made, the iterations run and the calls."""
+
+    feedback: str
+    mean_nodes: float = 0.0
+    mean_iterations: float = 0.0
+    mean_calls: float = 0.0
+    replayed_steps: int = 0  # environment steps spent rebuilding nodes' states, over all examples
+    select: str = "reward"  # lats.select: what chooses the answer among finished nodes
+    reward_selected: float = 0.0  # the share of examples whose answer the environment's reward chose
+    protocol: str = "project"  # lats.protocol: the harness's search, or LATS's own code (official)
+
+    @property
+    def oracle_feedback(self) -> bool:
+        return self.feedback == "oracle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "oracle_feedback": self.oracle_feedback}
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> SearchSummary:
+        known = {f.name for f in fields(SearchSummary)}
+        return SearchSummary(**{k: v for k, v in data.items() if k in known})
+
+
+def tree_of(record: Any) -> Mapping[str, Any] | None:
+    """An example record's search tree (``record.method["tree"]``); None for none."""
+    tree = (record.method or {}).get("tree") if record.method is not None else None
+    return tree if isinstance(tree, Mapping) else None
+
+
 # --- the method ----------------------------------------------------------------------------------
 
 
@@ -804,25 +843,26 @@ class Lats(Method):
     in the record and the summary, and its price (an expected search, and its most)."""
 
     def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> LatsConfig:
-        super().parse(cfg, protocol)
-        return LatsConfig.from_mapping(cfg.get("lats") or {})
+        self.check_group(cfg)
+        return LatsConfig.from_mapping(cfg.get(self.settings_key) or {})
 
     def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
         solve = super().settle(solve, task, answers, protocol)
-        return replace(solve, lats=solve.lats.checked(task, answers))
+        return replace(solve, options=solve.options.checked(task, answers))
 
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
-        return {"feedback": str((solve.get("lats") or {}).get("feedback") or "honest")}
+        return {"feedback": str(self.read_settings(solve).get("feedback") or "honest")}
 
     def fingerprinted(self, solve: dict[str, Any]) -> dict[str, Any]:
         """``lats.select`` came after runs of LATS: at its default (``reward``, what they did) it is
         left out, so they resume."""
-        settings = dict(solve.get("lats") or {})
+        key = self.settings_key
+        settings = dict(solve.get(key) or {})
         if settings.get("select") == "reward":
             del settings["select"]
         if settings.get("protocol") == "project":
             del settings["protocol"]
-        return {**solve, "lats": settings} if "lats" in solve else solve
+        return {**solve, key: settings} if key in solve else solve
 
     def unlike(self, task: str, run: Mapping[str, Any]) -> list[str]:
         """LATS's figures were made with the gold answer as the terminal reward on HotpotQA, on WebShop's
@@ -841,7 +881,7 @@ class Lats(Method):
     async def solve(self, solver: Solver, example: Example, on_event: EventSink | None) -> Outcome:
         """LATS's search of one example (``TreeSearch``): the chosen trajectory is the example's
         episode, scored as a ReAct episode is; the tree goes in the record."""
-        config: LatsConfig = solver.settings.lats
+        config: LatsConfig = solver.settings.options
         if config.protocol == "official":
             return await _port(solver).solve(solver, example, on_event)
         stats = StepStats()
@@ -890,25 +930,55 @@ class Lats(Method):
             reward=found.reward,
             episodes=[found.episode] if found.episode is not None else [],
             stats=stats,
-            tree=found.tree,
+            extra=None if found.tree is None else {"tree": found.tree},
         )
 
-    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
-        """The run's feedback and tree sizes (``record.SearchSummary``)."""
-        trees = [r.tree for r in records if r.tree is not None]
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> SearchSummary:
+        """The run's feedback and tree sizes (``SearchSummary``)."""
+        searched = [(r, tree_of(r)) for r in records]
+        trees = [t for _, t in searched if t is not None]
         n = len(trees) or 1
-        return {
-            "search": SearchSummary(
-                feedback=self.labels(solve)["feedback"],
-                select=str((solve.get("lats") or {}).get("select") or "reward"),
-                reward_selected=sum(_selected_by(t) == "environment reward" for t in trees) / n,
-                mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
-                mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
-                mean_calls=sum(r.calls for r in records if r.tree is not None) / n,
-                replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
-                protocol=str((solve.get("lats") or {}).get("protocol") or "project"),
-            )
-        }
+        settings = self.read_settings(solve)
+        return SearchSummary(
+            feedback=self.labels(solve)["feedback"],
+            select=str(settings.get("select") or "reward"),
+            reward_selected=sum(_selected_by(t) == "environment reward" for t in trees) / n,
+            mean_nodes=sum(len(t.get("nodes") or ()) for t in trees) / n,
+            mean_iterations=sum(int(t.get("iterations") or 0) for t in trees) / n,
+            mean_calls=sum(r.calls for r, t in searched if t is not None) / n,
+            replayed_steps=sum(int((t.get("stats") or {}).get("replayed_steps") or 0) for t in trees),
+            protocol=str(settings.get("protocol") or "project"),
+        )
+
+    def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """Its feedback, what chose the answers, the size of its trees."""
+        s = SearchSummary.from_dict(summary)
+        said = "ORACLE FEEDBACK: the gold answer ended each search" if s.oracle_feedback else "no gold answer read"
+        chosen = (
+            f"ORACLE-LIKE: the environment's reward chose the answer in {100 * s.reward_selected:.0f}% of examples"
+            if s.reward_selected > 0
+            else "no answer chosen by an environment's reward"
+        )
+        return [
+            ("lats feedback", s.feedback, said),
+            ("lats select", s.select, chosen),
+            (
+                "  nodes per example",
+                f"{s.mean_nodes:.1f}",
+                f"{s.mean_iterations:.1f} iterations, {s.mean_calls:.1f} calls",
+            ),
+        ]
+
+    def record_html(self, method: Mapping[str, Any]) -> str:
+        """The search behind the chosen trajectory (``tree_html``)."""
+        tree = method.get("tree")
+        return (
+            f"<details><summary>search tree</summary>{tree_html(tree)}</details>" if isinstance(tree, Mapping) else ""
+        )
+
+
+class LatsCosting(Costing):
+    """``mode=lats``'s price and batch rounds: an expected search, and its most."""
 
     def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
         """Per expansion at depth d: ``n`` samples (the step's prompt, as ReAct's step d + 1: the
@@ -917,7 +987,7 @@ class Lats(Method):
         some, and the trajectory), each writing half its ``max_tokens`` (an expected figure, like the
         depth: a search is priced as it is likely to run, not at its most; one failed trajectory shown
         from the second iteration on); a reflection per ``lats.reflections``."""
-        config: LatsConfig = solver.settings.lats
+        config: LatsConfig = solver.settings.options
         if config.protocol == "official":
             return _port(solver).estimate(solver, question)
         request = solver.probe_requests(question)[0]
@@ -964,21 +1034,21 @@ class Lats(Method):
     def calls_at_most(self, solver: Solver) -> int:
         """Every simulation to the cap, in every iteration: per expansion ``n`` samples and ``n``
         values, and the reflections."""
-        config: LatsConfig = solver.settings.lats
+        config: LatsConfig = solver.settings.options
         if config.protocol == "official":
             return _port(solver).most(config.n, config.iterations)[0]
         return 2 * config.n * len(expansions(solver, most=True)) + config.reflections
 
     def expected_said(self, solver: Solver) -> str:
-        if solver.settings.lats.protocol == "official":
+        if solver.settings.options.protocol == "official":
             return _port(solver).expected
         return super().expected_said(solver)
 
     def rounds(self, solver: Solver) -> int:
         """An expansion: its samples, then their values."""
-        if solver.settings.lats.protocol == "official":
-            return _port(solver).most(solver.settings.lats.n, solver.settings.lats.iterations)[1]
-        return 2 * len(expansions(solver, most=True)) + solver.settings.lats.reflections
+        if solver.settings.options.protocol == "official":
+            return _port(solver).most(solver.settings.options.n, solver.settings.options.iterations)[1]
+        return 2 * len(expansions(solver, most=True)) + solver.settings.options.reflections
 
 
 class OfficialPort(NamedTuple):
@@ -1015,7 +1085,7 @@ def expansions(solver: Solver, most: bool = False) -> list[int]:
     and simulates from it; the estimate takes a simulation to run to half the depth cap (the answer
     may come anywhere between the first step and the cap), ``most`` to the cap, in every one of
     ``lats.iterations``."""
-    config: LatsConfig = solver.settings.lats
+    config: LatsConfig = solver.settings.options
     cap = solver.settings.loop.max_steps
     if most:
         return [d for _ in range(config.iterations) for d in range(cap)]
@@ -1030,6 +1100,65 @@ METHODS = (
         "Monte Carlo tree search over ReAct steps, the model as value function (Zhou et al., 2024)",
         published=LATS_PAPER,
         published_by="LATS paper",
-        settings_field="lats",
+        settings_type=LatsConfig,
+        settings_key="lats",  # run.json's and the fingerprint's key, and eval.yaml's section, as ever
+        summary_type=SearchSummary,
+        costing=LatsCosting(),
     ),
 )
+
+
+def tree_html(tree: Mapping[str, Any] | None) -> str:
+    """A LATS example's search tree (``record.tree``) as nested lists: each node's action, what it
+    observed, its value, visits and reward; the chosen trajectory marked; the reflections after.
+    Drawn without recursion and each node once, whatever ids a run folder holds."""
+    if not tree or not isinstance(tree.get("nodes"), list):
+        return ""
+    e = html.escape
+    nodes = {n.get("id"): n for n in tree["nodes"] if isinstance(n, Mapping) and isinstance(n.get("id"), int | str)}
+    chosen = {i for i in tree.get("chosen") or () if isinstance(i, int | str)}
+    children: dict[Any, list[Any]] = {}
+    for node in nodes.values():
+        parent = node.get("parent")
+        known = isinstance(parent, int | str) and parent in nodes
+        children.setdefault(parent if known else None, []).append(node.get("id"))
+    feedback = str(tree.get("feedback") or "")
+    said = " (ORACLE FEEDBACK: the gold answer ended the search)" if feedback == "oracle" else ""
+    parts = [
+        f"<h4>search tree: {len(nodes)} nodes, {e(str(tree.get('iterations')))} iterations, "
+        f"feedback {e(feedback)}{e(said)}; the chosen trajectory is marked &#9733;</h4><ul>"
+    ]
+    seen: set[Any] = set()
+    stack: list[Any] = [("node", i) for i in reversed(children.get(None, []))]
+    while stack:
+        kind, key = stack.pop()
+        if kind == "close":
+            parts.append("</ul></li>")
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        node = nodes[key]
+        mark = "&#9733; " if key in chosen else ""
+        action = node.get("action")
+        head = "(the opening)" if action is None else f"<b>{e(str(action))}</b>"
+        observed = str(node.get("observation") or "")
+        figures = f"value {float(node.get('value') or 0):.2f}, visits {e(str(node.get('visits')))}"
+        if node.get("terminal"):
+            figures += f", terminal, reward {e(str(node.get('reward')))}"
+        line = f"<li>{mark}#{e(str(key))} {head}"
+        if observed:
+            line += f" &rarr; {e(observed[:200])}{'&hellip;' if len(observed) > 200 else ''}"
+        line += f" <span class='note'>({figures})</span>"
+        below = [i for i in children.get(key, []) if i not in seen]
+        if below:
+            parts.append(line + "<ul>")
+            stack.append(("close", key))
+            stack.extend(("node", i) for i in reversed(below))
+        else:
+            parts.append(line + "</li>")
+    parts.append("</ul>")
+    reflections = [str(r) for r in tree.get("reflections") or ()]
+    if reflections:
+        parts.append("<p>reflections:</p><ol>" + "".join(f"<li>{e(r)}</li>" for r in reflections) + "</ol>")
+    return "".join(parts)

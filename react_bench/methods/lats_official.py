@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.errors import ConfigError
+from react_bench.events import MethodStage
 
 # the code: lapisrocks/LanguageAgentTreeSearch@853d816, hotpot/lats.py and hotpot/hotpotqa.py
 SOURCE = "lapisrocks/LanguageAgentTreeSearch@853d816 hotpot/lats.py"
@@ -661,7 +662,7 @@ class OfficialModel:
         from react_bench.runners.common import StepStats
         from react_bench.types import Usage
 
-        self.model, self.temperature = solver.model, float(solver.settings.lats.temperature)
+        self.model, self.temperature = solver.model, float(solver.settings.options.temperature)
         self.stats, self.usage = StepStats(), Usage()
         self.sent: Counter[tuple[str, str | None]] = Counter()
 
@@ -744,7 +745,7 @@ def official_outcome(
         reward=reward,
         episodes=episodes,
         stats=gpt.stats,
-        tree=tree,
+        extra={"tree": tree},
     )
 
 
@@ -766,13 +767,18 @@ def official_tree(
     }
 
 
+def search_iteration(iteration: int, iterations: int, nodes: int) -> MethodStage:
+    """Iteration ``iteration`` of at most ``iterations`` of an example's search begins, its tree
+    ``nodes`` large: told to the run's sinks (the bar, the printer), not recorded."""
+    return MethodStage("search iteration", iteration, iterations, f"{nodes} nodes")
+
+
 def iteration_events(on_event: Any, total: int) -> Callable[[int, int], None]:
-    """A search's ``on_iteration``: each iteration said as a ``SearchIteration`` event."""
-    from react_bench.events import SearchIteration
+    """A search's ``on_iteration``: each iteration said as a method stage (``search_iteration``)."""
 
     def said(done: int, nodes: int) -> None:
         if on_event is not None:
-            on_event(SearchIteration(done, total, nodes))
+            on_event(search_iteration(done, total, nodes))
 
     return said
 
@@ -805,9 +811,10 @@ def path_to(node: Any) -> list[Any]:
 
 
 def is_webshop(solver: Any) -> bool:
-    from react_bench.envs.webshop.env import WebShopFactory
+    """Whether the run's environments are a shop's pages (``environment.ShopFactory``)."""
+    from react_bench.environment import ShopFactory
 
-    return isinstance(solver.env_factory, WebShopFactory)
+    return isinstance(solver.env_factory, ShopFactory)
 
 
 async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
@@ -817,7 +824,7 @@ async def solve_official(solver: Any, example: Any, on_event: Any) -> Any:
     from react_bench.methods.core import Outcome
     from react_bench.types import Usage
 
-    config = solver.settings.lats
+    config = solver.settings.options
     if solver.env_factory is None or solver.grade is None:
         raise ValueError("lats.protocol=official needs the task's environment and its gold answers")
     env = solver.env_factory()
@@ -928,7 +935,7 @@ def official_estimate(solver: Any, question: str) -> Any:
     from react_bench.methods.pricing import Estimate
     from react_bench.types import Usage
 
-    config = solver.settings.lats
+    config = solver.settings.options
     prompts = OfficialPrompts.pinned()
     calls = template_calls(solver, question)
     total = Estimate(0, Usage())

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
+from react_bench.environment import ShopPages
 from react_bench.errors import ConfigError
 from react_bench.methods.lats_official import (
     MAX_RESAMPLES,
@@ -189,7 +190,7 @@ class ShopSessions:
 
 
 def page_address(
-    base: str,
+    site: ShopPages,
     session: str,
     page_type: str,
     query_string: str = "",
@@ -200,11 +201,9 @@ def page_address(
     **_: Any,
 ) -> tuple[str, str]:
     """``webshop_text``'s URL: as the code writes it (its option labels are marked by what it holds)
-    and as it is sent (each part quoted; a search's text as the project's client sends it)."""
-    from react_bench.envs.webshop.env import sendable_query
-
+    and as it is sent (each part quoted; a search's text as the shop's environment sends it)."""
     chosen = str({} if options is None else options)
-    sent = sendable_query(query_string)[0]
+    sent = site.sendable_query(query_string)
     q = lambda text: quote(str(text), safe="")  # noqa: E731
     parts: list[Any]
     written: list[Any]
@@ -223,21 +222,23 @@ def page_address(
             written = ["item_sub_page", session, asin, query_string, page_num, subpage, chosen]
         case _:
             parts = written = ["done", session, asin, chosen]
-    return base + "/" + "/".join(str(p) for p in written), "/" + "/".join(q(p) for p in parts)
+    return site.url + "/" + "/".join(str(p) for p in written), "/" + "/".join(q(p) for p in parts)
 
 
-def shop_text(base: str, get: Callable[[str], str]) -> PageText:
-    """``webshop_text`` over ``get`` (a path's HTML, blocking): the page rendered as the code renders
-    it (``render``, ten results' ASINs), with what it offered. A page that cannot be read (a score
-    that is no number) is ``EpisodeAbort``, as ``WebShopEnv``'s: the example ends as an error."""
+def shop_text(site: ShopPages, get: Callable[[str], str] | None = None) -> PageText:
+    """``webshop_text`` over the shop's pages (``environment.ShopPages``; ``get``: a path's HTML,
+    blocking, in place of the site's own): the page rendered as the code renders it (the
+    environment's renderer, ten results' ASINs), with what it offered. A page that cannot be read
+    (a score that is no number) is ``EpisodeAbort``, as the environment's: the example ends as an error."""
     from react_bench.environment import EpisodeAbort, run_blocking
-    from react_bench.envs.webshop.render import render
+
+    fetch = get if get is not None else site.get_page
 
     async def text(**state: Any) -> tuple[str, dict[str, Any]]:
-        url, path = page_address(base, **state)
-        html = await run_blocking(get, path)
+        url, path = page_address(site, **state)
+        html = await run_blocking(fetch, path)
         try:
-            page = render(html, url, first_page=state["page_type"] == "init", results_shown=RESULTS_SHOWN)
+            page = site.page_view(html, url, state["page_type"] == "init", RESULTS_SHOWN)
         except (ValueError, TypeError, AttributeError) as exc:  # a score that is no number: the server's fault
             raise EpisodeAbort(f"the WebShop server sent a page that cannot be read for {path}: {exc}") from exc
         info: dict[str, Any] = {}
@@ -521,13 +522,13 @@ async def solve_webshop(solver: Any, example: Any, on_event: Any) -> Any:
     """One instruction searched as the code searches it (``ShopSearch``) in the run's shop (the
     example's session); the chosen node's path is the episode, the chosen node's score its reward
     (none where it is no purchase: the code's reward is then 0 too)."""
-    config = solver.settings.lats
-    env = solver.env_factory()
+    config = solver.settings.options
+    env = solver.env_factory.pages()
     gpt = OfficialModel(solver)
     search = ShopSearch(
         ShopPrompts.pinned(),
         gpt,
-        ShopSessions(shop_text(env.url, env.get_page)),
+        ShopSessions(shop_text(env)),
         example.id,
         config.n,
         config.value_samples,
@@ -579,7 +580,7 @@ def webshop_estimate(solver: Any, question: str) -> Any:
     from react_bench.methods.pricing import Estimate
     from react_bench.types import Usage
 
-    config = solver.settings.lats
+    config = solver.settings.options
     prompts = ShopPrompts.pinned()
     calls = template_calls(solver, question)
     total = Estimate(0, Usage())

@@ -52,14 +52,24 @@ import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from react_bench.environment import Action, Environment, Example, Observation
 from react_bench.errors import ConfigError, settings_of
-from react_bench.events import TrialStarted
-from react_bench.methods.core import EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings, action_text
+from react_bench.events import MethodStage
+from react_bench.methods.core import (
+    Costing,
+    Curve,
+    EventSink,
+    Method,
+    ModeSpec,
+    Outcome,
+    Solver,
+    SolveSettings,
+    action_text,
+)
 from react_bench.methods.pricing import Estimate, Pricing, step_growth, text_call_usage
 from react_bench.metrics import score_ci
 from react_bench.models.base import ModelError, ToolSpec
@@ -67,7 +77,7 @@ from react_bench.models.capabilities import calls_cost_usd
 from react_bench.models.collector import StreamProtocolError
 from react_bench.models.replay import CassetteKind, Recorded, cassette_line, current_calls, recorded_from_line
 from react_bench.prompts import PromptSpec, task_exemplars
-from react_bench.record import Episode, Score, Trial, TrialCurve
+from react_bench.record import Episode, Score
 from react_bench.rundir import json_line
 from react_bench.runners.common import StepStats
 from react_bench.settings import default
@@ -135,6 +145,95 @@ class ReflexionConfig:
     @property
     def oracle_feedback(self) -> bool:
         return self.evaluator == "oracle"
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One trial of a Reflexion example: what the actor answered, what the evaluator said of it, the
+    reflection written after it (None: none was, after a success or the last trial) and what it
+    cost. Its episodes are the record's ``trajectory`` entries of the same ``trial``. The record
+    keeps the example's trials in ``record.method["trials"]`` (``trials_of``)."""
+
+    trial: int  # 1, 2, ...
+    prediction: str
+    success: bool  # the evaluator's verdict: what decides whether another trial runs
+    correct: bool  # the task's own score of the prediction (what the learning curve counts)
+    evaluator: str  # env | oracle | heuristic | judge:<model>
+    reason: str  # how the actor's episode ended (answered, done, step_limit, halted, error ...)
+    steps: int = 0
+    feedback: str = ""  # what the evaluator said, as the reflection prompt shows it
+    halted: str | None = None  # the heuristic trigger that ended the episode early, if one did
+    memory: tuple[str, ...] = ()  # the reflections the trial's prompt held (at most reflexion.memory)
+    reflection: str | None = None
+    usage: Usage = Usage()  # the actor's calls, the judge's and the reflection's
+    calls: int = 0
+    cost_usd: float | None = None  # its calls at the model's price (None: no price known)
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["usage"], out["memory"] = self.usage.to_dict(), list(self.memory)
+        return out
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> Trial:
+        known = {f.name for f in fields(Trial)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["usage"] = Usage.from_dict(data.get("usage"))
+        values["memory"] = tuple(data.get("memory") or ())
+        return Trial(**values)
+
+
+def trials_of(record: Any) -> list[Trial]:
+    """An example record's trials (``record.method["trials"]``), in order; [] for none."""
+    kept = (record.method or {}).get("trials") if record.method is not None else None
+    return [Trial.from_dict(t) for t in kept or () if isinstance(t, Mapping)]
+
+
+@dataclass(frozen=True)
+class TrialCurve:
+    """A Reflexion run's summary (``RunMetrics.method``): the share of examples right after trial t
+    (an example that stopped at a success stays right), with Wilson's interval; who judged the
+    trials (``oracle_feedback``: the gold label decided each retry); what the trials cost."""
+
+    evaluator: str
+    trials: int  # the most an example may run (reflexion.trials)
+    curve: tuple[Score, ...] = ()  # after trial 1, 2, ... trials
+    trials_run: int = 0  # over all examples
+    reflections: int = 0
+    halted: int = 0  # trials the heuristic halt ended
+    cost_per_trial: float | None = None  # None: a price unknown
+    cost_per_success: float | None = None  # the run's cost over the examples right at the end
+
+    @property
+    def oracle_feedback(self) -> bool:
+        return self.evaluator == "oracle"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "evaluator": self.evaluator,
+            "oracle_feedback": self.oracle_feedback,
+            "trials": self.trials,
+            "curve": [c.to_dict() for c in self.curve],
+            "trials_run": self.trials_run,
+            "reflections": self.reflections,
+            "halted": self.halted,
+            "cost_per_trial": self.cost_per_trial,
+            "cost_per_success": self.cost_per_success,
+        }
+
+    @staticmethod
+    def from_dict(data: Mapping[str, Any]) -> TrialCurve:
+        return TrialCurve(
+            evaluator=str(data.get("evaluator") or ""),
+            trials=int(data.get("trials") or 0),
+            curve=tuple(Score.from_dict(c) for c in data.get("curve") or ()),
+            trials_run=int(data.get("trials_run") or 0),
+            reflections=int(data.get("reflections") or 0),
+            halted=int(data.get("halted") or 0),
+            cost_per_trial=data.get("cost_per_trial"),
+            cost_per_success=data.get("cost_per_success"),
+        )
 
 
 @dataclass(frozen=True)
@@ -338,19 +437,19 @@ class Reflexion(Method):
     them), its trials on the solver, its trial log, its learning curve and its price."""
 
     def parse(self, cfg: Mapping[str, Any], protocol: Mapping[str, Any]) -> ReflexionConfig:
-        super().parse(cfg, protocol)
-        return ReflexionConfig.from_mapping(cfg.get("reflexion") or {}, protocol.get("reflexion") or {})
+        self.check_group(cfg)
+        return ReflexionConfig.from_mapping(cfg.get(self.settings_key) or {}, protocol.get(self.settings_key) or {})
 
     def settle(self, solve: SolveSettings, task: str, answers: bool, protocol: Mapping[str, Any]) -> SolveSettings:
         solve = super().settle(solve, task, answers, protocol)
-        return replace(solve, reflexion=solve.reflexion.resolved(task, answers, scores_episodes=not answers))
+        return replace(solve, options=solve.options.resolved(task, answers, scores_episodes=not answers))
 
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
-        evaluator = str((solve.get("reflexion") or {}).get("evaluator") or "")
+        evaluator = str(self.read_settings(solve).get("evaluator") or "")
         return {"feedback": "oracle" if evaluator == "oracle" else "honest"}
 
     def judge(self, solve: SolveSettings) -> str | None:
-        r = solve.reflexion
+        r = solve.options
         return r.judge if r is not None and r.evaluator == "judge" else None
 
     def extra_prompts(self, task: str) -> dict[str, PromptSpec]:
@@ -366,7 +465,7 @@ class Reflexion(Method):
         evaluator; after a failure that is not the last trial, a reflection joins the memory. Trials
         the run's log already holds (a killed run, resumed) are taken from it, their calls put back
         first in the example's recording, and the next trial runs."""
-        r: ReflexionConfig = solver.settings.reflexion
+        r: ReflexionConfig = solver.settings.options
         log: TrialLog | None = solver.run_state.get(TRIAL_LOG)
         logged = log.trials(example) if log is not None else []
         calls = current_calls()
@@ -380,7 +479,7 @@ class Reflexion(Method):
         while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
             number = len(trials) + 1
             if on_event is not None:
-                on_event(TrialStarted(number, r.trials))
+                on_event(MethodStage("trial", number, r.trials))
             memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
             start = len(calls) if calls is not None else 0
             halting = (
@@ -445,15 +544,51 @@ class Reflexion(Method):
             episodes=episodes,
             stats=stats,
             halted=last.halted,
-            trials=trials,
+            extra={"trials": [t.to_dict() for t in trials]},
         )
 
-    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> dict[str, Any]:
-        return {"reflexion": trial_curve(records, solve)}
+    def summarize(self, records: Sequence[Any], solve: Mapping[str, Any]) -> TrialCurve:
+        return trial_curve(records, self.read_settings(solve))
+
+    def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+        """Who judged, the learning curve, the cost of a trial."""
+        curve = TrialCurve.from_dict(summary)
+        judged = "ORACLE FEEDBACK: the gold label decided each retry" if curve.oracle_feedback else ""
+        rows = [("reflexion evaluator", curve.evaluator, judged)]
+        for t, score in enumerate(curve.curve, start=1):
+            interval = f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]"
+            rows.append((f"  right after trial {t}", f"{100 * score.mean:.1f}", interval))
+        said = f"{curve.reflections} reflections written, {curve.halted} trials halted by the heuristic"
+        rows.append(("trials run", str(curve.trials_run), said))
+        if curve.cost_per_trial is not None:
+            per_success = "n/a" if curve.cost_per_success is None else f"{curve.cost_per_success:.4f}"
+            rows.append(("cost per trial (USD)", f"{curve.cost_per_trial:.4f}", f"per success {per_success}"))
+        return rows
+
+    def cell_note(self, summary: Mapping[str, Any]) -> str:
+        return f"after {TrialCurve.from_dict(summary).trials} trials"
+
+    def curve(self, summary: Mapping[str, Any]) -> Curve:
+        made = TrialCurve.from_dict(summary)
+        money = lambda v: "unknown" if v is None else f"{v:.4f}"  # noqa: E731
+        return Curve(
+            "trial",
+            made.curve,
+            "oracle feedback" if made.oracle_feedback else "",
+            {
+                "evaluator": made.evaluator + (" (oracle feedback)" if made.oracle_feedback else ""),
+                "cost/trial": money(made.cost_per_trial),
+                "cost/success": money(made.cost_per_success),
+            },
+        )
+
+
+class ReflexionCosting(Costing):
+    """``mode=reflexion``'s price and batch rounds: its trials, and a reflection between two."""
 
     def estimate(self, solver: Solver, question: str, pricing: Pricing) -> Estimate:
         """Every trial to its cap, a reflection after each but the last."""
-        r: ReflexionConfig = solver.settings.reflexion
+        r: ReflexionConfig = solver.settings.options
         one = super().estimate(solver, question, pricing)
         prompt = solver.prompts["reflexion"]
         trajectory = step_growth(solver) * solver.settings.loop.max_steps
@@ -464,7 +599,7 @@ class Reflexion(Method):
         return total
 
     def rounds(self, solver: Solver) -> int:
-        r: ReflexionConfig = solver.settings.reflexion
+        r: ReflexionConfig = solver.settings.options
         return r.trials * super().rounds(solver) + r.trials - 1
 
 
@@ -479,15 +614,16 @@ async def _verdict(
     return judge_verdict(said, f"judge:{solver.judge.name}"), used
 
 
-def trial_curve(records: Sequence[Any], solve: Mapping[str, Any]) -> TrialCurve:
-    """A Reflexion run's learning curve (``record.TrialCurve``) from its records (``ExampleRecord``)."""
-    settings = solve.get("reflexion") or {}
-    trials = [t for r in records for t in r.trials]
-    most = max([int(settings.get("trials") or 0), *(len(r.trials) for r in records)])
+def trial_curve(records: Sequence[Any], settings: Mapping[str, Any]) -> TrialCurve:
+    """A Reflexion run's learning curve (``TrialCurve``) from its records (``ExampleRecord``) and
+    its settings as run.json keeps them."""
+    each = [trials_of(r) for r in records]
+    trials = [t for kept in each for t in kept]
+    most = max([int(settings.get("trials") or 0), *(len(kept) for kept in each)])
     evaluator = str(settings.get("evaluator") or next((t.evaluator for t in trials), ""))
     curve = []
     for t in range(1, most + 1) if records else ():  # right after trial t: right at some trial up to t
-        ci = score_ci([float(any(x.correct for x in r.trials[:t])) for r in records], seed=0)
+        ci = score_ci([float(any(x.correct for x in kept[:t])) for kept in each], seed=0)
         curve.append(Score(ci.mean, (ci.low, ci.high), ci.method))
     costs = [t.cost_usd for t in trials]
     spent = [r.cost_usd for r in records]
@@ -513,6 +649,9 @@ METHODS = (
         published=REFLEXION_PAPER,
         published_by="Reflexion paper",
         distributable=False,  # the trial log (resume mid-example) is written by the run's own process
-        settings_field="reflexion",
+        settings_type=ReflexionConfig,
+        settings_key="reflexion",  # run.json's and the fingerprint's key, and eval.yaml's section, as ever
+        summary_type=TrialCurve,
+        costing=ReflexionCosting(),
     ),
 )

@@ -12,9 +12,10 @@ Where a method comes from:
 
    The object it names is a ``Method``, a sequence of them, or a callable returning either.
 
-A name given twice, an entry point that does not load or names something else, is a ConfigError
-that names it: a run never starts with a method other than the one asked for. Everything is read
-once per process, on first use.
+A name given twice, an entry point that does not load or names something else, a method with a
+``solve`` of its own and no ``costing`` (its price and batch rounds), is a ConfigError that names
+it: a run never starts with a method other than the one asked for. Everything is read once per
+process, on first use.
 """
 
 from __future__ import annotations
@@ -65,6 +66,11 @@ def _add(found: dict[str, Method], origin: dict[str, str], given: Any, where: st
     if not isinstance(items, Sequence) or not all(isinstance(m, Method) for m in items):
         raise ConfigError(f"{GROUP}: {where} gives {type(given).__name__}, not a Method or a sequence of them")
     for method in items:
+        if not method.of_parts and method.costing is None:
+            raise ConfigError(
+                f"mode={method.name} ({where}) solves its own way but says nothing of how it is priced and "
+                "batched: give it a costing (methods.core.Costing)"
+            )
         if method.name in found:
             raise ConfigError(f"mode={method.name} is given twice: by {origin[method.name]} and by {where}")
         found[method.name], origin[method.name] = method, where

@@ -8,29 +8,29 @@ from typing import Any
 
 from react_bench.methods.core import ModeSpec
 from react_bench.methods.registry import find_method
-from react_bench.studies.runs import run_title
+from react_bench.studies.runs import method_curves, run_title
 from react_bench.studies.scan import scan
 from react_bench.studies.statistics import k_curve, tokens_per_step
 
 
 def plot_learning_curves(runs: Any, path: Path) -> None:
-    """The share right after each trial of every Reflexion run, with its 95% Wilson band."""
+    """The share right after each round of every run whose method has a learning curve
+    (``Method.curve``: Reflexion's trials), with its 95% Wilson band."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for r in runs.itertuples() if len(runs) else ():
-        curve = r.reflexion
-        if curve is None or not curve.curve:
+    for r, curve in method_curves(runs):
+        if not curve.points:
             continue
-        trials = range(1, len(curve.curve) + 1)
-        said = " (oracle feedback)" if curve.oracle_feedback else ""
+        trials = range(1, len(curve.points) + 1)
+        said = f" ({curve.said})" if curve.said else ""
         (line,) = ax.plot(
-            trials, [100 * c.mean for c in curve.curve], marker="o", ms=3, label=f"{run_title(r)}{said} (n={r.n})"
+            trials, [100 * c.mean for c in curve.points], marker="o", ms=3, label=f"{run_title(r)}{said} (n={r.n})"
         )
-        low, high = [100 * c.ci95[0] for c in curve.curve], [100 * c.ci95[1] for c in curve.curve]
+        low, high = [100 * c.ci95[0] for c in curve.points], [100 * c.ci95[1] for c in curve.points]
         ax.fill_between(trials, low, high, color=line.get_color(), alpha=0.15, linewidth=0)
     _save_percent_plot(
         fig,

@@ -21,7 +21,7 @@ from typing import Any
 from react_bench.studies.scan import SIDE, run_key, scan_runs
 from react_bench.studies.statistics import detectable_text
 from react_bench.studies.statistics import verdict as pair_verdict
-from react_bench.studies.trajectory import trajectory_html, tree_html  # noqa: F401 (the notebook's import)
+from react_bench.studies.trajectory import trajectory_html  # noqa: F401 (the notebook's import)
 
 _STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1200px; padding: 0 1em; color: #222; }

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from react_bench.methods.registry import find_method
 from react_bench.record import Cost, RunHeader, RunMetrics
 from react_bench.studies.scan import scan_runs
 from react_bench.tasks import task_info
@@ -89,7 +90,7 @@ def load_runs(paths: Iterable[str | Path], report_dir: Path | None = None, run_i
                 "epochs": m.epochs if m else 1,
                 "pass_at_k": {k: v.mean for k, v in m.pass_at.items()} if m else {},
                 "pass_hat_k": {k: v.mean for k, v in m.pass_hat.items()} if m else {},
-                "reflexion": m.reflexion if m else None,  # mode=reflexion: record.TrialCurve
+                "method_summary": m.method if m else None,  # what the method adds (RunMetrics.method)
                 "oracle_feedback": bool(m and m.oracle_feedback),
                 # the environment's reward, scored against the hidden goal, chose an answer (oracle-like)
                 "chosen_by_reward": bool(m and m.chosen_by_reward),
@@ -123,6 +124,17 @@ def run_label(row: Any) -> str:
 
 def run_title(row: Any) -> str:
     return f"{row.task} {row.mode}/{row.runner}\n{row.model} ({row.run_id})"
+
+
+def method_curves(runs: Any) -> list[tuple[Any, Any]]:
+    """Each run of a method with a learning curve (``Method.curve``), with it."""
+    found = []
+    for r in runs.itertuples() if len(runs) else ():
+        method = find_method(r.mode) if getattr(r, "method_summary", None) is not None else None
+        curve = method.curve(r.method_summary) if method is not None else None
+        if curve is not None:
+            found.append((r, curve))
+    return found
 
 
 def money(value: Any) -> str:

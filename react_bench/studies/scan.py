@@ -124,7 +124,7 @@ def _scan(run_dir: Path, side: str | None) -> RunScan:
     run = RunHeader.read(run_dir) if (run_dir / "run.json").is_file() else None
     summary = Summary(run_dir, task_info(run.task)) if run is not None else None
     out = RunScan(run_dir, None, side=side)
-    pages = _Pages(Path(side)) if side is not None else None
+    pages = _Pages(Path(side), run.mode if run is not None else None) if side is not None else None
     method = find_method(run.mode) if run is not None else None
     sampled = run is None or bool(method is not None and method.of_parts and method.spec.samples)
     path = run_dir / "examples.jsonl"
@@ -171,9 +171,10 @@ class _Pages:
     """The report's side files of one run: ``i<k>.js`` (the index of page k) and ``t<k>.js`` (its
     trajectories as HTML), written as the records stream past, a page at a time."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, mode: str | None = None) -> None:
         import shutil
 
+        self.mode = mode  # the run's method: what it shows of a record beside the episodes
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
@@ -188,7 +189,7 @@ class _Pages:
         self.rows.append(
             [record.id, record.question, record.gold, record.prediction, record.correct, label, record.epoch]
         )
-        self.trajectories.append(trajectory_html(record, label))
+        self.trajectories.append(trajectory_html(record, label, self.mode))
         if len(self.rows) == PAGE:
             self._flush()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.methods.registry import find_method, methods
-from react_bench.studies.runs import money
+from react_bench.studies.runs import method_curves, money
 from react_bench.tasks import TASKS, task_info
 
 LEGEND = (
@@ -29,12 +29,12 @@ def _cell(row: Any, ids_of_task: set[tuple[str, ...]]) -> str:
     if row.get("pass_at_k"):  # several attempts per example: how possibly, how reliably (the largest k)
         k = max(row["pass_at_k"])
         cell += f"; pass@{k} {100 * row['pass_at_k'][k]:.1f}, pass^{k} {100 * row['pass_hat_k'][k]:.1f}"
-    if row.get("reflexion") is not None:  # Reflexion: after how many trials, and who judged them
-        cell += f"; after {row['reflexion'].trials} trials"
-        if row["oracle_feedback"]:
-            cell += ", oracle feedback"
-    elif row.get("oracle_feedback"):  # LATS: the gold answer ended the search
-        cell += "; oracle feedback"
+    method = find_method(row["mode"]) if row.get("method_summary") is not None else None
+    said = [method.cell_note(row["method_summary"])] if method is not None else []  # "after 5 trials"
+    if row.get("oracle_feedback"):  # the gold answer steered it (Reflexion's retries, LATS's search)
+        said.append("oracle feedback")
+    if any(said):
+        cell += "; " + ", ".join(s for s in said if s)
     if row.get("chosen_by_reward"):  # the environment's reward chose among candidates: oracle-like
         cell += "; answer chosen by the environment's reward"
     return cell
@@ -186,28 +186,24 @@ def table3(runs: Any) -> Any:
 
 
 def learning_curves(runs: Any) -> Any:
-    """Reflexion's learning curve of every Reflexion run (pandas): the share right after trial t
-    with its 95% Wilson interval, who judged (oracle feedback marked), the cost of a trial and of a
-    success."""
+    """The learning curve of every run whose method has one (``Method.curve``: Reflexion's share
+    right after trial t) with its 95% Wilson interval, what the method says beside each point (who
+    judged, oracle feedback marked; the cost of a trial and of a success)."""
     import pandas as pd
 
     rows = []
-    for r in runs.itertuples() if len(runs) else ():
-        curve = r.reflexion
-        if curve is None:
-            continue
-        for t, score in enumerate(curve.curve, start=1):
+    for r, curve in method_curves(runs):
+        for t, score in enumerate(curve.points, start=1):
             rows.append(
                 {
                     "run": f"{r.task} {r.mode}/{r.runner} {r.model} ({r.run_id})",
-                    "evaluator": curve.evaluator + (" (oracle feedback)" if curve.oracle_feedback else ""),
-                    "trial": t,
+                    **{k: v for k, v in curve.columns.items() if not k.startswith("cost")},
+                    curve.unit: t,
                     "right": f"{100 * score.mean:.1f}",
                     "95% CI": f"[{100 * score.ci95[0]:.1f}, {100 * score.ci95[1]:.1f}]",
                     "n": r.n,
-                    "cost/trial": money(curve.cost_per_trial),
-                    "cost/success": money(curve.cost_per_success),
-                    "paper": _published_by_method(r.task, r.mode) if t == len(curve.curve) else "",
+                    **{k: v for k, v in curve.columns.items() if k.startswith("cost")},
+                    "paper": _published_by_method(r.task, r.mode) if t == len(curve.points) else "",
                 }
             )
     return pd.DataFrame(rows)

@@ -1,7 +1,7 @@
 """One example's trajectory as HTML: what report.html shows behind each example (written into the
 report's side files, ``studies.scan``) and what the trajectory notebook displays. Every text from a
 run is HTML-escaped: trajectories hold web pages' text. A LATS example's search tree
-(``tree_html``) comes with its trajectory."""
+(``Method.record_html``: LATS's tree) comes with its trajectory."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
+from react_bench.methods.registry import find_method
 from react_bench.record import ExampleRecord
 from react_bench.results import failure_label
 
 
-def trajectory_html(record: ExampleRecord | Mapping[str, Any], label: str | None = None) -> str:
+def trajectory_html(
+    record: ExampleRecord | Mapping[str, Any], label: str | None = None, mode: str | None = None
+) -> str:
     """One example: question, gold, prediction, label, then each episode: what the model saw first,
     its events and turns (a record, or a line's dict as a notebook's row has it; ``label``: its
-    failure label, when the caller has it already)."""
+    failure label, when the caller has it already); then what the run's method (``mode``) shows of
+    the record beside them (``Method.record_html``: LATS's search tree)."""
     e = html.escape
     r = ExampleRecord.of(record)
     label = failure_label(r) if label is None else label
@@ -53,62 +57,7 @@ def trajectory_html(record: ExampleRecord | Mapping[str, Any], label: str | None
                     parts.append(f"<pre>{e(block['text'])}</pre>")
                 elif block.get("type") == "thinking" and block.get("thinking"):
                     parts.append(f"<details><summary>thinking</summary><pre>{e(block['thinking'])}</pre></details>")
-    if r.tree is not None:  # mode=lats: the search behind the chosen trajectory
-        parts.append(f"<details><summary>search tree</summary>{tree_html(r.tree)}</details>")
-    return "".join(parts)
-
-
-def tree_html(tree: Mapping[str, Any] | None) -> str:
-    """A LATS example's search tree (``record.tree``) as nested lists: each node's action, what it
-    observed, its value, visits and reward; the chosen trajectory marked; the reflections after.
-    Drawn without recursion and each node once, whatever ids a run folder holds."""
-    if not tree or not isinstance(tree.get("nodes"), list):
-        return ""
-    e = html.escape
-    nodes = {n.get("id"): n for n in tree["nodes"] if isinstance(n, Mapping) and isinstance(n.get("id"), int | str)}
-    chosen = {i for i in tree.get("chosen") or () if isinstance(i, int | str)}
-    children: dict[Any, list[Any]] = {}
-    for node in nodes.values():
-        parent = node.get("parent")
-        known = isinstance(parent, int | str) and parent in nodes
-        children.setdefault(parent if known else None, []).append(node.get("id"))
-    feedback = str(tree.get("feedback") or "")
-    said = " (ORACLE FEEDBACK: the gold answer ended the search)" if feedback == "oracle" else ""
-    parts = [
-        f"<h4>search tree: {len(nodes)} nodes, {e(str(tree.get('iterations')))} iterations, "
-        f"feedback {e(feedback)}{e(said)}; the chosen trajectory is marked &#9733;</h4><ul>"
-    ]
-    seen: set[Any] = set()
-    stack: list[Any] = [("node", i) for i in reversed(children.get(None, []))]
-    while stack:
-        kind, key = stack.pop()
-        if kind == "close":
-            parts.append("</ul></li>")
-            continue
-        if key in seen:
-            continue
-        seen.add(key)
-        node = nodes[key]
-        mark = "&#9733; " if key in chosen else ""
-        action = node.get("action")
-        head = "(the opening)" if action is None else f"<b>{e(str(action))}</b>"
-        observed = str(node.get("observation") or "")
-        figures = f"value {float(node.get('value') or 0):.2f}, visits {e(str(node.get('visits')))}"
-        if node.get("terminal"):
-            figures += f", terminal, reward {e(str(node.get('reward')))}"
-        line = f"<li>{mark}#{e(str(key))} {head}"
-        if observed:
-            line += f" &rarr; {e(observed[:200])}{'&hellip;' if len(observed) > 200 else ''}"
-        line += f" <span class='note'>({figures})</span>"
-        below = [i for i in children.get(key, []) if i not in seen]
-        if below:
-            parts.append(line + "<ul>")
-            stack.append(("close", key))
-            stack.extend(("node", i) for i in reversed(below))
-        else:
-            parts.append(line + "</li>")
-    parts.append("</ul>")
-    reflections = [str(r) for r in tree.get("reflections") or ()]
-    if reflections:
-        parts.append("<p>reflections:</p><ol>" + "".join(f"<li>{e(r)}</li>" for r in reflections) + "</ol>")
+    method = find_method(mode) if mode is not None and r.method is not None else None
+    if method is not None and r.method is not None:  # what the method adds (LATS: the search behind them)
+        parts.append(method.record_html(r.method))
     return "".join(parts)

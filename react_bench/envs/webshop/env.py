@@ -223,6 +223,14 @@ class WebShopEnv:
             self.state.option_groups = page.options
         return page
 
+    def sendable_query(self, query: str) -> str:
+        """``environment.ShopPages``: a search text as this environment sends it."""
+        return sendable_query(query)[0]
+
+    def page_view(self, html: str, url: str, first_page: bool, results_shown: int) -> Page:
+        """``environment.ShopPages``: a page's HTML as this environment's renderer reads it."""
+        return render(html, url, first_page=first_page, results_shown=results_shown)
+
     def get_page(self, path: str) -> str:
         """The HTML of ``path`` (blocking); a server's fault is ``EpisodeAbort``."""
         try:
@@ -275,6 +283,10 @@ class WebShopFactory:
 
     def __call__(self) -> WebShopEnv:
         return WebShopEnv(self.url, self.client, self.notebook_clicks)
+
+    def pages(self) -> WebShopEnv:
+        """``environment.ShopFactory``: the shop's pages, for a method that reads them its own way."""
+        return self()
 
     def close(self) -> None:
         self.client.close()
