@@ -121,40 +121,54 @@ def recorded_choices(argv: list[str]) -> list[str]:
     return [f"{g}={c}" for g, c in choices.items() if g in GROUPS and g not in given and c and g != "experiment"]
 
 
-def store_installed_modes(argv: list[str]) -> set[str]:
-    """``mode=<name>`` of a method installed from outside the package (the entry point group
-    ``react_bench.methods``: ``methods/registry.py``) has no ``configs/mode`` file: its group node,
-    its name and its ``mode_defaults``, is put in Hydra's ConfigStore, where plugins keep theirs.
-    The names stored; a plugin that does not load is one line (exit 2)."""
-    wanted = {c for a in argv if a.startswith("mode=") for c in a.partition("=")[2].split(",") if c}
-    missing = sorted(c for c in wanted if not (CONFIGS / "mode" / f"{c}.yaml").is_file())
+def store_installed(argv: list[str]) -> set[tuple[str, str]]:
+    """``mode=<name>`` of a method, or ``task=<name>`` of a task, installed from outside the package
+    (the entry point groups ``react_bench.methods`` and ``react_bench.tasks``) has no ``configs/``
+    file: its group node (``Method.mode_node``; ``tasks.config_node``) is put in Hydra's
+    ConfigStore, where plugins keep theirs. The (group, name) pairs stored; a plugin that does not
+    load is one line (exit 2)."""
+    wanted = {
+        (g, c)
+        for a in argv
+        for g in ("mode", "task")
+        if a.startswith(f"{g}=")
+        for c in a.partition("=")[2].split(",")
+        if c
+    }
+    missing = sorted((g, c) for g, c in wanted if not (CONFIGS / g / f"{c}.yaml").is_file())
     if not missing:
         return set()
     from hydra.core.config_store import ConfigStore
 
     from react_bench.methods.registry import find_method
+    from react_bench.tasks import TASKS, config_node
 
     stored = set()
-    for name in missing:
+    for group, name in missing:
         try:
-            method = find_method(name)
+            node = (
+                (m.mode_node() if (m := find_method(name)) is not None else None)
+                if group == "mode"
+                else (config_node(name) if name in TASKS else None)
+            )
         except ConfigError as exc:
             fail(str(exc))
-        if method is not None:
-            ConfigStore.instance().store(group="mode", name=name, node={"name": name, **method.mode_defaults})
-            stored.add(name)
+        if node is not None:
+            ConfigStore.instance().store(group=group, name=name, node=node)
+            stored.add((group, name))
     return stored
 
 
-def check_group_choices(argv: list[str], installed: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+def check_group_choices(argv: list[str], installed: set[tuple[str, str]] = frozenset()) -> None:  # type: ignore[assignment]
     """An unknown group option is one line naming the choices (Hydra would print a screenful);
-    ``installed``: the modes of methods installed from outside the package (no group file)."""
+    ``installed``: the (group, name) of methods and tasks installed from outside the package (no
+    group file)."""
     for arg in argv:
         key, _, value = arg.partition("=")
         if key not in GROUPS or not value:
             continue
         for choice in value.split(","):  # a sweep lists several: mode=react,act
-            if key == "mode" and choice in installed:
+            if (key, choice) in installed:
                 continue
             if not (CONFIGS / key / f"{choice}.yaml").is_file():
                 choices = ", ".join(sorted(p.stem for p in (CONFIGS / key).glob("*.yaml")))
@@ -234,7 +248,9 @@ def check_group_keys(argv: list[str]) -> None:
             if head not in chosen and experiment:
                 continue
             choices = [c for c in str(chosen.get(head, defaults.get(head)) or "").split(",") if c]
-            files = [c for c in choices if (CONFIGS / head / f"{c}.yaml").is_file()]  # (an installed mode has none)
+            files = [
+                c for c in choices if (CONFIGS / head / f"{c}.yaml").is_file()
+            ]  # (an installed mode or task has none)
             tables = [(f"{head}={c}", _group_keys(head, c)) for c in files]
         elif isinstance(composed.get(head), dict):
             tables = [(head, composed[head])]
@@ -395,7 +411,7 @@ if __name__ == "__main__":
     atexit.register(gc.freeze)
     signal.signal(signal.SIGTERM, on_sigterm)
     sys.argv[1:] = judge_choice(sys.argv[1:])
-    installed = store_installed_modes(sys.argv[1:])
+    installed = store_installed(sys.argv[1:])
     check_group_choices(sys.argv[1:], installed)
     if "experiment=paper" in sys.argv[1:]:  # every part of the paper, one run after another (or priced)
         from react_bench.paper import main as paper

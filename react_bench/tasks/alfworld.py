@@ -336,3 +336,6 @@ class AlfworldTask:
 
         tw_env()  # a clear error now if the engine is missing
         return ALFWorldFactory()
+
+
+TASKS = (AlfworldTask,)  # the registry's (``react_bench.tasks.TASKS``)

@@ -275,3 +275,6 @@ class FeverTask(WikiTask):
         from react_bench.envs.wiki.build import ensure_wiki
 
         return ensure_wiki(self.info.name, locate(config, "wiki", {"wiki": WIKI_SOURCE}, RECIPE), "fever", cache_dir)
+
+
+TASKS = (FeverTask,)  # the registry's (``react_bench.tasks.TASKS``)

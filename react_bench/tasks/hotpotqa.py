@@ -289,3 +289,6 @@ class HotpotQATask(WikiTask):
         return ensure_wiki(
             self.info.name, locate(config, "wiki", {"wiki": WIKI_SOURCE}, RECIPE), "distractor", cache_dir
         )
+
+
+TASKS = (HotpotQATask,)  # the registry's (``react_bench.tasks.TASKS``)

@@ -89,3 +89,9 @@ class SynthWikiClaimsTask(SynthWikiTask):
 
     def score(self, prediction: str, gold: str, reward: float | None = None) -> dict[str, float]:
         return score_claim(prediction, gold)
+
+
+TASKS = (
+    SynthWikiTask,
+    SynthWikiClaimsTask,
+)  # the registry's (``react_bench.tasks.TASKS``)

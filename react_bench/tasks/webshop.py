@@ -153,3 +153,6 @@ class WebShopTask(OneGroupPrompts):
         return WebShopFactory(
             server.url, env_config.timeout_s, server=server, notebook_clicks=env_config.clicks == "notebook"
         )
+
+
+TASKS = (WebShopTask,)  # the registry's (``react_bench.tasks.TASKS``)
