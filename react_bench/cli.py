@@ -29,6 +29,7 @@ COMMANDS = {
     "judge": "a run's answers read again beside exact match: an LLM judge (SimpleQA's grader) or the rules",
     "audit": "the grader's own checks: null and oracle agents, candidate lists, gold isolation, label errors",
     "plan": "from a pilot run, the examples and trials needed to detect a difference, and their price",
+    "search": "the best configuration for a budget: models, modes and settings raced, the dominated dropped early",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
     "make-exemplars": "the project's few-shot exemplars, regenerated",

@@ -34,7 +34,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from react_bench.estimate import ASSUMED_RPM, Estimate, estimate_example
-from react_bench.paths import CONFIGS
 from react_bench.types import Usage
 
 MODES_TABLE1 = ("standard", "cot", "cot_sc", "act", "react", "react_cot_sc", "cot_sc_react")
@@ -135,14 +134,9 @@ def _config(job: Job, model: Sequence[str], prompt: Sequence[str] = ()) -> Any:
 
 
 def _composed(overrides: Sequence[str]) -> dict[str, Any]:
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
+    from react_bench.runconfig import compose
 
-    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
-        cfg = compose(config_name="eval", overrides=list(overrides))
-    composed = OmegaConf.to_container(cfg, resolve=True)
-    assert isinstance(composed, dict)
-    return composed  # type: ignore[return-value]
+    return compose(overrides)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from react_bench.methods.registry import get_method, methods, settle
 from react_bench.models.base import ThinkingConfig, operational
 from react_bench.models.cache import CacheMode
 from react_bench.models.stack import ROUTE_SETTINGS, ModelSpec, provider_config_class, route_of
+from react_bench.paths import CONFIGS
 from react_bench.redact import signed_here, without_userinfo
 from react_bench.rundir import StoredRun, check_run_id
 from react_bench.settings import SECTIONS, SETTINGS, default
@@ -238,6 +239,20 @@ def _solve_settings(cfg: Mapping[str, Any], protocol: Protocol, info: TaskInfo) 
         context=_task_context(_context(cfg.get("context") or {}), protocol, info),
         options=options,
     )
+
+
+def compose(overrides: Sequence[str]) -> dict[str, Any]:
+    """configs/eval.yaml composed with ``overrides`` as plain data, as ``scripts/eval.py`` composes it
+    (for the code that builds runs itself: ``experiment=paper``, ``react-bench search``)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        cfg = hydra_compose(config_name="eval", overrides=list(overrides))
+    composed = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(composed, dict)
+    return composed  # type: ignore[return-value]
 
 
 def _with_backoff(mode: str, spec: ModeSpec) -> Any:
