@@ -139,6 +139,8 @@ class SearchSettings:
                 values[name] = _listed(value) if name in ("models", "modes") else value
             elif key in ("task", "n", "budget_usd", "budget_tokens", "results_dir"):
                 values[key] = value
+            elif key == "judge":  # (as scripts/eval.py reads it)
+                passed.append(f"judge.model={value}")
             elif key in ("model", "mode", "ids", "offset", "split", "run_id", "resume", "max_cost_usd", "dry_run"):
                 raise ConfigError(
                     f"{key}=: the search chooses it (search.models, search.modes, its slices, its budget)"

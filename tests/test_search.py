@@ -137,6 +137,7 @@ def test_the_settings_are_checked_in_one_line() -> None:
         SearchSettings.parse(base)
     with pytest.raises(ConfigError, match="the search chooses it"):
         SearchSettings.parse([*base, "budget_usd=1", "mode=react"])
+    assert SearchSettings.parse([*base, "budget_usd=1", "judge=rules"]).overrides == ("judge.model=rules",)
     with pytest.raises(ConfigError, match="search.slicez"):
         SearchSettings.parse([*base, "budget_usd=1", "search.slicez=3"])
     grid = SearchSettings.parse(
