@@ -1,7 +1,8 @@
 """``react-bench search`` (``react_bench/search.py``): a race over 2 models x 3 modes on 200 HotpotQA
 questions against the Messages API stand-in, whose accuracy is known per model (the weaker one
 answers 60% of the questions wrongly, the stronger one 10%, whatever the mode), with a budget of
-40% of the full grid's dry-run price."""
+40% of the full grid's dry-run price. Where the data folder has fewer than 200 questions (a clone
+alone's generated folder has 103), all of them, in four slices as with 200."""
 
 from __future__ import annotations
 
@@ -29,6 +30,13 @@ WRONG = {STRONG: 1, WEAK: 6}  # of every ten questions (by a hash of the questio
 N = 200
 
 
+def questions() -> int:
+    """The questions the race runs: 200, or all the data folder has where it has fewer."""
+    from react_bench.tasks import TaskConfig, load_task
+
+    return min(N, len(load_task("hotpotqa").examples(TaskConfig(name="hotpotqa"))))
+
+
 class KnownAccuracy:
     """Answers from the request body alone: each model right on its share of the questions (the
     same questions whatever the mode), a ReAct episode a search and then the answer."""
@@ -48,9 +56,11 @@ class KnownAccuracy:
 
 
 def _args(server: MessagesServer, results: Path, *extra: str) -> list[str]:
+    n = questions()
     return [
         "task=hotpotqa",
-        f"n={N}",
+        f"n={n}",
+        f"search.slice={-(-n // 4)}",
         f"search.models=[{WEAK},{STRONG}]",
         "search.modes=[cot,react,cot_sc]",
         f"model.base_url={server.base_url}",
@@ -86,7 +96,7 @@ def test_the_search_keeps_to_its_budget_drops_the_dominated_and_finds_the_fronti
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(KEY_ENV, "test-key-not-real")
-    with MessagesServer(responder=KnownAccuracy(gold_answers(N))) as server:
+    with MessagesServer(responder=KnownAccuracy(gold_answers(questions()))) as server:
         args = _args(server, tmp_path / "results")
         full = _full_grid_price(args)
         budget = 0.4 * full

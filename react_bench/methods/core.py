@@ -275,11 +275,13 @@ class Method:
 
     The base is a mode of parts (``spec``: the first part, then the backoff), which is what the
     paper's seven modes and ReAct-IM are. A method of its own subclasses it in its own module and
-    overrides what differs: its settings (``parse``, ``settle``), prompts (``extra_prompts``), how
-    it solves an example (``solve``), what it adds to the record and the summary (``record``,
-    ``summarize``), its dry-run price (``estimate``, ``calls_at_most``), its batch rounds
-    (``rounds``) and its authors' figures (``published``). The run, the record, the studies and the
-    dry run ask these; none of them names a method.
+    declares what it owns once: its settings (``settings_type``, read by ``parse``, made whole by
+    ``settle``), its summary (``summary_type``, made by ``summarize``), its price and batch rounds
+    (``costing``, apart from how it solves), its prompts (``extra_prompts``), how it solves an
+    example (``solve``; what it adds to the record is its ``Outcome.extra``), what the run's table,
+    the studies and the trajectory view show of it (``table_rows``, ``cell_note``, ``curve``,
+    ``record_html``) and its authors' figures (``published``). The run, the record, the console,
+    the studies and the dry run ask these; none of them names a method or its types.
     """
 
     name: str
