@@ -164,7 +164,7 @@ async def test_every_mode_and_runner_in_rounds_gives_the_live_predictions(tmp_pa
         backed_off = [r for r in after.values() if r["backoff"]]
         assert backed_off  # some went on to ReAct, in the rounds after
     if mode == "reflexion":
-        assert any(len(r["trials"]) > 1 for r in after.values())
+        assert any(len(r["method"]["trials"]) > 1 for r in after.values())
 
 
 async def test_a_request_that_fails_in_a_batch_goes_into_the_next_round(tmp_path, monkeypatch):

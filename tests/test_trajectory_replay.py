@@ -15,7 +15,7 @@ from react_bench.episode import build_solver, env_config
 from react_bench.evaluate import evaluate
 from react_bench.loop import LoopConfig
 from react_bench.methods.core import SolveSettings
-from react_bench.record import ExampleRecord
+from react_bench.record import RECORD_VERSION, ExampleRecord
 from react_bench.results import iter_example_records
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import TaskConfig, load_task
@@ -197,7 +197,7 @@ def test_a_record_round_trips_and_a_version_1_line_upgrades() -> None:
         5,
     )
     upgraded = record.to_dict()
-    assert upgraded["record_version"] == 2 and upgraded["trajectory"][0]["first_observation"] is None
+    assert upgraded["record_version"] == RECORD_VERSION and upgraded["trajectory"][0]["first_observation"] is None
     assert {k: v for k, v in upgraded.items() if k in old and k != "trajectory"} == {
         k: v for k, v in old.items() if k != "trajectory"
     }
