@@ -247,7 +247,10 @@ def config_for(settings: SearchSettings, candidate: Candidate, ids: Sequence[str
         "progress=false",
         "show=none",
     ]
-    composed = compose(overrides)
+    try:
+        composed = compose(overrides)
+    except Exception as exc:  # Hydra's own (an unknown model or mode): one line naming the configuration
+        raise ConfigError(f"{candidate.key}: {str(exc).strip().splitlines()[0]}") from None
     composed["ids"], composed["n"] = list(ids), None
     cfg = RunConfig.from_mapping(composed)
     return replace(cfg, **extra) if extra else cfg

@@ -1,8 +1,8 @@
 """The best configuration for a budget: a race over models, modes and settings that stops the
 dominated ones early (react_bench/search.py says how each decision is made).
 
-    python scripts/search.py task=hotpotqa n=200 search.models=[claude-haiku-4-5,claude-sonnet-4-6] \
-        search.modes=[cot,react,cot_sc] budget_usd=2 [batch=true] [judge=claude-sonnet-4-6]
+    python scripts/search.py task=hotpotqa n=200 search.models=[claude-haiku-4-5,claude-sonnet-4-6]
+                             search.modes=[cot,react,cot_sc] budget_usd=2 [batch=true] [judge=...]
     python scripts/search.py ... search.grid.mode.k=[3,5] search.baselines=true search.margin=2
 
 Every configuration runs the same stratified slices (search.slice=50) as ordinary run folders; after

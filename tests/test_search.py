@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from react_bench.errors import ConfigError
-from react_bench.search import SearchSettings, candidates, config_for, drops, price, stratified_ids
+from react_bench.search import Candidate, SearchSettings, candidates, config_for, drops, price, stratified_ids
 from react_bench.testing.messages_server import MessagesServer
 from react_bench.testing.sse import Reply
 from react_bench.testing.walker import Walk, WalkResponder, asks_a_step, question_of
@@ -148,6 +148,8 @@ def test_the_settings_are_checked_in_one_line() -> None:
     with pytest.raises(ConfigError, match="the search chooses it"):
         SearchSettings.parse([*base, "budget_usd=1", "mode=react"])
     assert SearchSettings.parse([*base, "budget_usd=1", "judge=rules"]).overrides == ("judge.model=rules",)
+    with pytest.raises(ConfigError, match="nosuch cot: .*Could not find 'model/nosuch'"):
+        config_for(SearchSettings.parse([*base, "budget_usd=1"]), Candidate("nosuch", "cot"), ["x"], 1)
     with pytest.raises(ConfigError, match="search.slicez"):
         SearchSettings.parse([*base, "budget_usd=1", "search.slicez=3"])
     grid = SearchSettings.parse(
