@@ -6,8 +6,8 @@ How it goes:
 - **The grid.** Every model of ``search.models`` with every mode of ``search.modes`` and every
   combination of ``search.grid.<setting>=[...]`` (a ``mode.*`` setting only for the modes that take
   it). ``search.baselines=true`` adds, per model, the cheap rivals the literature compares against:
-  best-of-k and CoT-SC at the grid's k (its largest ``mode.k``, else 5; CoT-SC's samples only where
-  ``protocol=custom`` lets them change).
+  the methods that say they are one (``Method.as_baseline``: best-of-k and CoT-SC) at the grid's k
+  (its largest ``mode.k``, else 5; CoT-SC's samples only where ``protocol=custom`` lets them change).
 - **Slices.** The task's first ``n`` examples are put in a stratified order (round-robin over the
   values of its first breakdown group: HotpotQA's question type) and cut into slices of
   ``search.slice`` (50). Every configuration still in the race runs the next slice as an ordinary
@@ -185,7 +185,7 @@ def _listed(value: str) -> tuple[str, ...]:
 def candidates(settings: SearchSettings) -> list[Candidate]:
     """The grid: model x mode x every combination of the grid's settings (a ``mode.*`` setting only
     for the modes whose group takes it), then the baselines where asked."""
-    from react_bench.methods.registry import get_method
+    from react_bench.methods.registry import get_method, methods
 
     out: list[Candidate] = []
     for model, mode in itertools.product(settings.models, settings.modes):
@@ -197,9 +197,12 @@ def candidates(settings: SearchSettings) -> list[Candidate]:
         ks = [int(v) for v in settings.grid.get("mode.k", ()) if str(v).isdigit()]
         k = str(max(ks) if ks else DEFAULT_K)
         custom = any(o == "protocol=custom" for o in settings.overrides)
-        for model in settings.models:
-            rivals = [Candidate(model, "best_of_k", (("mode.k", k),), baseline=True)]
-            rivals.append(Candidate(model, "cot_sc", (("cot_sc_samples", k),) if custom else (), baseline=True))
+        for model in settings.models:  # the methods that say they are such a baseline (Method.as_baseline)
+            rivals = [
+                Candidate(model, m.name, chosen, baseline=True)
+                for m in methods().values()
+                if (chosen := m.as_baseline(int(k), custom)) is not None
+            ]
             out += [c for c in rivals if not any((c.model, c.mode) == (o.model, o.mode) for o in out)]
     keys = [c.key for c in out]
     if len(set(keys)) != len(keys):

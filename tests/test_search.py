@@ -165,7 +165,7 @@ def test_the_settings_are_checked_in_one_line() -> None:
         "b best_of_k mode.k=5",
     ]
     with_baselines = SearchSettings.parse([*base, "budget_usd=1", "search.baselines=true", "protocol=custom"])
-    assert [c.key for c in candidates(with_baselines)] == ["a cot", "a best_of_k mode.k=5", "a cot_sc cot_sc_samples=5"]
+    assert [c.key for c in candidates(with_baselines)] == ["a cot", "a cot_sc cot_sc_samples=5", "a best_of_k mode.k=5"]
 
 
 def test_a_configuration_is_dropped_only_by_a_significant_domination() -> None:

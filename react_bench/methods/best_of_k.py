@@ -109,6 +109,10 @@ class BestOfK(Method):
             )
         return solve
 
+    def as_baseline(self, k: int, custom: bool) -> tuple[tuple[str, str], ...]:
+        """LATS's own baseline: k episodes at ``mode.k``."""
+        return (("mode.k", str(k)),)
+
     def labels(self, solve: Mapping[str, Any]) -> dict[str, str]:
         oracle = self.read_settings(solve).get("selection") == "oracle"
         return {"feedback": "oracle" if oracle else "honest"}

@@ -389,6 +389,15 @@ class Method:
         (e.g. ``feedback``: ``oracle`` where the gold answer steered it)."""
         return {}
 
+    def as_baseline(self, k: int, custom: bool) -> tuple[tuple[str, str], ...] | None:
+        """Where it is one of the cheap baselines a costly method is shown beside (Kapoor et al., 2024:
+        k samples voted on, or picked from), its settings at ``k`` (``react-bench search``'s
+        ``search.baselines``); None where it is not one. CoT-SC alone: its samples at ``k``, where the
+        protocol lets them change (``custom``)."""
+        if self.of_parts and self.spec.first == "cot_sc" and self.spec.backoff is None:
+            return (("cot_sc_samples", str(k)),) if custom else ()
+        return None
+
     def judge(self, solve: SolveSettings) -> str | None:
         """A second model it calls, as a ``configs/model`` name (None: the run's model only)."""
         return None
