@@ -422,6 +422,8 @@ async def _run_slice(cfgs: Sequence[Any], batch: bool, out: TextIO) -> None:
 
 async def search(settings: SearchSettings, out: TextIO = sys.stdout) -> dict[str, Any]:
     """The race (module docstring); what search.json holds."""
+    from react_bench.evaluate import run_dir_for
+
     grid = candidates(settings)
     chunks = slices(stratified_ids(settings), settings.slice)
     measure = settings.measure
@@ -474,8 +476,6 @@ async def search(settings: SearchSettings, out: TextIO = sys.stdout) -> dict[str
         await _run_slice(list(cfgs.values()), batch, out)
         slices_run = k
         for key, cfg in cfgs.items():
-            from react_bench.evaluate import run_dir_for
-
             run_dir = run_dir_for(cfg, cfg.run_id)
             if (run_dir / "examples.jsonl").is_file():
                 outcomes[key].add(run_dir, judged)

@@ -213,14 +213,12 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_KEY = {s.key: s for s in SETTINGS}
 
 
-# Each section of eval.yaml by name, with the comment on its line (its first setting's ``section``).
-SECTIONS = {
-    s.key.partition(".")[0]: next(
-        (t.section for t in SETTINGS if t.key.startswith(s.key.partition(".")[0] + ".") and t.section), ""
-    )
-    for s in SETTINGS
-    if "." in s.key
-}
+# Each section of eval.yaml by name, in order, with the comment on its line (a setting's ``section``).
+SECTIONS: dict[str, str] = {}
+for _setting in SETTINGS:
+    if "." in _setting.key:
+        _head = _setting.key.partition(".")[0]
+        SECTIONS[_head] = _setting.section or SECTIONS.get(_head, "")
 
 
 def default(key: str) -> Any:

@@ -189,7 +189,7 @@ class BestOfK(Method):
         )
 
     def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-        s = BestOfKSummary.from_dict(summary)
+        s: BestOfKSummary = self.summary_of(summary)
         said = "ORACLE FEEDBACK: the first right candidate was chosen" if s.oracle_feedback else "no gold answer read"
         return [
             ("best-of-k selection", f"{s.selection} of {s.k}", said),

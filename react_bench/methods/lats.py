@@ -952,7 +952,7 @@ class Lats(Method):
 
     def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         """Its feedback, what chose the answers, the size of its trees."""
-        s = SearchSummary.from_dict(summary)
+        s: SearchSummary = self.summary_of(summary)
         said = "ORACLE FEEDBACK: the gold answer ended each search" if s.oracle_feedback else "no gold answer read"
         chosen = (
             f"ORACLE-LIKE: the environment's reward chose the answer in {100 * s.reward_selected:.0f}% of examples"

@@ -552,7 +552,7 @@ class Reflexion(Method):
 
     def table_rows(self, summary: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         """Who judged, the learning curve, the cost of a trial."""
-        curve = TrialCurve.from_dict(summary)
+        curve: TrialCurve = self.summary_of(summary)
         judged = "ORACLE FEEDBACK: the gold label decided each retry" if curve.oracle_feedback else ""
         rows = [("reflexion evaluator", curve.evaluator, judged)]
         for t, score in enumerate(curve.curve, start=1):
@@ -566,10 +566,10 @@ class Reflexion(Method):
         return rows
 
     def cell_note(self, summary: Mapping[str, Any]) -> str:
-        return f"after {TrialCurve.from_dict(summary).trials} trials"
+        return f"after {self.summary_of(summary).trials} trials"
 
     def curve(self, summary: Mapping[str, Any]) -> Curve:
-        made = TrialCurve.from_dict(summary)
+        made: TrialCurve = self.summary_of(summary)
         money = lambda v: "unknown" if v is None else f"{v:.4f}"  # noqa: E731
         return Curve(
             "trial",

@@ -91,11 +91,6 @@ class TaskRegistry(MutableMapping[str, TaskClass]):
                 raise ConfigError(f"task={name} is given twice: by {self._origin[name]} and by {where}")
             found[name], self._origin[name] = cls, where
 
-    def origin(self, name: str) -> str:
-        """Where the task ``name`` comes from: a module of the package, or an entry point."""
-        self._load()
-        return self._origin[name]
-
     def __getitem__(self, name: str) -> TaskClass:
         return self._load()[name]
 
