@@ -6,7 +6,7 @@ each Ray worker call it, so a worker solves exactly as the run's own process wou
 ``solve_example`` runs one example inside its recording and counting scopes and returns a
 ``Solved``: the outcome with everything the writer needs about the example's calls (the
 responses and failures in order, the layers' counts, which responses the request cache
-served, the events seen). The writer itself (``examples.jsonl``, the budget, the progress bar)
+served, the events seen, the example's timeline). The writer itself (``examples.jsonl``, the budget, the progress bar)
 stays with the run's process: ``evaluate`` turns a ``Solved`` into the example's lines.
 """
 
@@ -28,6 +28,7 @@ from react_bench.models.replay import Recorded, example_scope
 from react_bench.prompts import PAPER_SOURCE, PaperPrompts, PromptSpec, load_instruction, with_shots
 from react_bench.runconfig import RunConfig
 from react_bench.tasks import Example, Task, load_task
+from react_bench.timeline import Timeline, timeline_scope
 
 Sink = Callable[[AgentEvent], None]
 
@@ -45,17 +46,18 @@ class Solved:
     wall_s: float
     events: list[AgentEvent] = field(default_factory=list)
     worker: str | None = None  # the Ray node and process that solved it; None: the run's own process
+    timeline: Timeline | None = None  # when its calls, tools and stages happened (None: not kept)
 
 
 async def solve_example(solver: Solver, example: Example, sink: Sink | None = None) -> Solved:
     started = time.monotonic()
     attempt = ATTEMPT.set(example.epoch)
     try:
-        with example_scope(example.id, example.epoch) as calls, counting_scope() as counts:
+        with example_scope(example.id, example.epoch) as calls, counting_scope() as counts, timeline_scope() as times:
             outcome = await solver.solve(example, sink)
     finally:
         ATTEMPT.reset(attempt)
-    return Solved(outcome, calls, counts, time.monotonic() - started)
+    return Solved(outcome, calls, counts, time.monotonic() - started, timeline=times)
 
 
 def text_shots(cfg: RunConfig) -> int | None:

@@ -293,7 +293,12 @@ class Run:
                 )
                 model_name = self.model.name
                 executor.limit_cost(cfg.max_cost_usd, budget.spent, lambda u: cost_usd(model_name, u))
-            n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas)
+            tracer = self.tracer() if todo else None
+            try:
+                n_new = await self._run_examples(todo, executor, len(done), on_event, budget, deltas, tracer)
+            finally:
+                if tracer is not None:  # what became of the spans: said, and kept in trace.json
+                    print(tracer.close().line(), file=self.out)
         finally:
             executor.close()
         over = len(budget.skipped) if budget is not None else 0
@@ -313,6 +318,18 @@ class Run:
             metrics = replace(summarize(run_dir, self.task.info), over_budget=over)
             return RunResult(run_dir, metrics, n_new, judged)
         return RunResult(run_dir, metrics, n_new)
+
+    def tracer(self) -> Any:
+        """The run's ``tracing.live.LiveTrace`` where ``trace.endpoint`` (or the standard OTLP variable)
+        names a collector; None (and nothing of OpenTelemetry imported) where none is named."""
+        from react_bench.tracing.export import traces_url
+
+        url = traces_url(self.cfg.trace.endpoint)
+        if url is None:
+            return None
+        from react_bench.tracing.live import LiveTrace
+
+        return LiveTrace(url, self.run_dir, self.cfg.trace.content)
 
     def attempts(self) -> list[Example]:
         """Every example once per epoch, epoch by epoch (``epochs=1``: the examples)."""
@@ -398,6 +415,7 @@ class Run:
         on_event: EventSink | None,
         budget: Budget | None,
         deltas: bool,
+        tracer: Any = None,
     ) -> int:
         cfg, run_dir, out = self.cfg, self.run_dir, self.out
         deltas = deltas and on_event is not None  # the caller's own sink (on_event is wrapped below)
@@ -457,6 +475,8 @@ class Run:
                 lines = rundir.json_line(record.to_dict()), rundir.json_line(cassette)
             # The next example may start while these lines go to disk; this one counts once they are there.
             await writer.write(*lines)
+            if tracer is not None:  # its spans, made from its record as written (react_bench.tracing)
+                tracer.example(record, cassette)
             finished += 1
             bar.update(record)
             if on_event is not None:
@@ -493,7 +513,8 @@ class Run:
         """The example's line of examples.jsonl."""
         outcome, counts, calls = solved.outcome, solved.counts, solved.calls
         scores = self.task.score(outcome.prediction, example.gold, outcome.reward)
-        spent, saved = _costs(self.model.name, calls, counts.cached_ids, batched)
+        sources = call_sources(calls, counts.cached_ids, batched)
+        spent, saved = _costs(self.model.name, calls, sources)
         return replace(
             example_record(example, outcome, scores, self.task.info.primary_metric),
             wall_s=round(solved.wall_s, 4),
@@ -504,6 +525,7 @@ class Run:
             cost_usd=spent,
             saved_usd=saved,
             worker=solved.worker,
+            timeline=timeline_of(solved, sources),
         )
 
 
@@ -545,9 +567,9 @@ def stop_reason_counts(calls: list[Any]) -> dict[str, int]:
     return dict(out)
 
 
-def _costs(model: str, calls: list[Any], cached: Counter[str], batched: set[str]) -> tuple[float | None, float | None]:
+def _costs(model: str, calls: list[Any], sources: list[str]) -> tuple[float | None, float | None]:
     """(spent, saved) by the example's calls in this run, in USD; (None, None) for a model with
-    no price, never a silent 0. ``cached``: how often the request cache served each response.
+    no price, never a silent 0. ``sources``: where each call's response came from (``call_sources``).
     *Spent*: the calls that reached the API; a response of this run's batches at the Batches
     API's half price, once (whether the episode got it from the round or, resumed, from the
     request cache the round wrote). *Saved*: the rest the request cache served (paid for by an
@@ -555,24 +577,63 @@ def _costs(model: str, calls: list[Any], cached: Counter[str], batched: set[str]
     have been."""
     if cost_usd(model, Usage()) is None:
         return None, None
-    live: list[Usage] = []
-    paid: list[Usage] = []  # from this run's batches
-    saved_usage: list[Usage] = []
-    responses = [c for c in calls if isinstance(c, ModelResponse)]
-    uses = Counter(c.id for c in responses)
-    seen: Counter[str] = Counter()
-    for call in responses:
-        seen[call.id] += 1
-        if call.id in batched:
-            (paid if seen[call.id] == 1 else saved_usage).append(call.usage)
-        elif seen[call.id] > uses[call.id] - cached[call.id]:  # the uses the cache served come after the first
-            saved_usage.append(call.usage)
-        else:
-            live.append(call.usage)
+    by_source: dict[str, list[Usage]] = {"live": [], "batch": [], "cache": [], "failed": []}
+    for call, source in zip(calls, sources, strict=True):
+        by_source[source].append(call.usage if isinstance(call, ModelResponse) else Usage())
+    live, paid, saved_usage = by_source["live"], by_source["batch"], by_source["cache"]
     live_cost, batch_cost = calls_cost_usd(model, live), calls_cost_usd(model, paid)
     spent = None if live_cost is None or batch_cost is None else live_cost + 0.5 * batch_cost
     saved = calls_cost_usd(model, saved_usage)
     return spent, saved
+
+
+def call_sources(calls: list[Any], cached: Counter[str], batched: set[str]) -> list[str]:
+    """Where each of an example's calls got its response: ``live`` (the API, at full price), ``batch``
+    (this run's batches, at half: a response's first use), ``cache`` (the request cache served it:
+    paid for by an earlier run, or earlier in this example) or ``failed``. ``cached``: how often the
+    request cache served each response id; the uses it served come after a response's first."""
+    uses = Counter(c.id for c in calls if isinstance(c, ModelResponse))
+    seen: Counter[str] = Counter()
+    out = []
+    for call in calls:
+        if not isinstance(call, ModelResponse):
+            out.append("failed")
+            continue
+        seen[call.id] += 1
+        if call.id in batched:
+            out.append("batch" if seen[call.id] == 1 else "cache")
+        elif seen[call.id] > uses[call.id] - cached[call.id]:
+            out.append("cache")
+        else:
+            out.append("live")
+    return out
+
+
+def timeline_of(solved: Solved, sources: list[str]) -> dict[str, Any] | None:
+    """The record's ``timeline`` (``react_bench.timeline``): each call's times with its retries and
+    where its response came from, beside the tools' and the stages' times."""
+    if solved.timeline is None:
+        return None
+    timeline = solved.timeline.to_dict(solved.calls)
+    timeline["calls"] = [
+        _call_entry(times, source, call)
+        for times, source, call in zip(timeline["calls"], sources, solved.calls, strict=True)
+    ]
+    return timeline
+
+
+def _call_entry(times: list[float] | None, source: str, call: Any) -> dict[str, Any]:
+    """A call as the timeline keeps it: its times, where its response came from, and what its chat
+    span says (the reported model, the response's id, its stop reason and usage, its retries; a
+    failure's type alone, never its message, which may quote the request)."""
+    if not isinstance(call, ModelResponse):
+        return {"t": times, "source": source, "error": str(call.message).split(":", 1)[0][:80]}
+    entry: dict[str, Any] = {"t": times, "source": source, "model": call.model, "id": call.id}
+    entry["stop"] = call.stop_reason.value if call.stop_reason else None
+    entry["usage"] = call.usage.to_dict()
+    if call.retries:
+        entry["retries"] = call.retries
+    return entry
 
 
 def example_record(example: Example, outcome: Outcome, scores: dict[str, float], primary_metric: str) -> ExampleRecord:

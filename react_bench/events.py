@@ -14,10 +14,11 @@ Every event is a frozen dataclass with a ``type`` tag; ``event_to_dict`` seriali
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
+from react_bench.timeline import stage_began
 from react_bench.types import StopReason, Usage
 
 # ---------------------------------------------------------------------------- stream layer
@@ -203,6 +204,14 @@ class MethodStage:
     total: int
     detail: str = ""
     type: Literal["method_stage"] = field(default="method_stage", repr=False)
+
+
+def announce(sink: Callable[[AgentEvent], None] | None, stage: MethodStage) -> None:
+    """A method's stage begins: kept in the example's timeline (its trace's method span) and told
+    to the run's sinks, where there are any. Every method says its stages through here."""
+    stage_began(stage.what, stage.index, stage.total)
+    if sink is not None:
+        sink(stage)
 
 
 AgentEvent = (

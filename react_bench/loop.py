@@ -47,6 +47,7 @@ from react_bench.events import (
 )
 from react_bench.models.base import ModelError, ModelRefused
 from react_bench.models.collector import StreamProtocolError
+from react_bench.timeline import tool_ended, tool_started
 from react_bench.types import Message, ToolResultBlock, Usage
 
 OnLimit = Literal["give_up", "wrap_up"]
@@ -233,14 +234,10 @@ async def execute_all(
     """Execute all calls concurrently (one call: simply awaited); fill ``observations`` by call id; yield progress."""
 
     async def one(call: ToolCall) -> tuple[ToolCall, Observation]:
-        if call.input_error is not None:
-            return call, Observation(f"Error: the input of {call.name} is {call.input_error}", is_error=True)
-        try:
-            return call, capped(await env.step(call.action()))
-        except EpisodeAbort:
-            raise
-        except Exception as exc:  # a tool failure is a result, not an exception
-            return call, Observation(f"Error: {type(exc).__name__}: {exc}", is_error=True)
+        mark = tool_started(call.id, call.name, step, call.arguments)  # its time in the example's timeline
+        observation = await _execute(env, call)
+        tool_ended(mark, observation.text, observation.is_error)
+        return call, observation
 
     for call in calls:
         yield ToolCalled(step, call.id, call.name, dict(call.arguments), call.text)
@@ -255,6 +252,17 @@ async def execute_all(
     finally:
         for task in tasks:
             task.cancel()
+
+
+async def _execute(env: Environment, call: ToolCall) -> Observation:
+    if call.input_error is not None:
+        return Observation(f"Error: the input of {call.name} is {call.input_error}", is_error=True)
+    try:
+        return capped(await env.step(call.action()))
+    except EpisodeAbort:
+        raise
+    except Exception as exc:  # a tool failure is a result, not an exception
+        return Observation(f"Error: {type(exc).__name__}: {exc}", is_error=True)
 
 
 async def run_to_end(events: AsyncIterator[AgentEvent], history: list[Message] | None = None) -> EpisodeResult:

@@ -201,6 +201,9 @@ class ExampleRecord:
     # what the method adds to the record (its Outcome.extra, as JSON: Reflexion's trials, LATS's search
     # tree, best-of-k's candidates); None: nothing. Its method reads it (``Method`` hooks), no one else.
     method: Mapping[str, Any] | None = None
+    # when its calls, tools and method stages happened (``react_bench.timeline``; what its trace is made
+    # of); None: a record written before it was kept
+    timeline: Mapping[str, Any] | None = None
     version: int = RECORD_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -244,6 +247,8 @@ class ExampleRecord:
             out["epoch"] = self.epoch
         if self.method is not None:
             out["method"] = dict(self.method)
+        if self.timeline is not None:
+            out["timeline"] = dict(self.timeline)
         out["record_version"] = self.version
         return out
 
@@ -290,6 +295,7 @@ class ExampleRecord:
             worker=data.get("worker"),
             epoch=int(data.get("epoch") or 1),
             method=method,
+            timeline=data.get("timeline") if isinstance(data.get("timeline"), Mapping) else None,
             version=RECORD_VERSION,  # upgraded: it now reads as the current version does
         )
 

@@ -159,6 +159,7 @@ class ModelResponse:
     id: str = ""
     stop_sequence: str | None = None
     replaced_chars: int = 0  # lone surrogates the collector replaced by U+FFFD (unencodable text)
+    retries: int = 0  # transient faults the retry layer survived to get it (never stored: a cache hit had none)
 
     @property
     def text(self) -> str:

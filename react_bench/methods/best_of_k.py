@@ -39,6 +39,7 @@ from typing import Any, Literal, get_args
 
 from react_bench.environment import Example
 from react_bench.errors import ConfigError
+from react_bench.events import MethodStage, announce
 from react_bench.methods.core import Costing, EventSink, Method, ModeSpec, Outcome, Solver, SolveSettings
 from react_bench.methods.lats import VALUE_SUFFIX, parse_value, unlike_lats_runs, value_parts
 from react_bench.methods.pricing import Estimate, Pricing, step_growth, text_call_usage, times
@@ -128,6 +129,7 @@ class BestOfK(Method):
         config: BestOfKConfig = solver.settings.options
         episodes: list[Outcome] = []
         for i in range(config.k):
+            announce(on_event, MethodStage("candidate", i + 1, config.k))
             sampling = Sampling(solver.settings.max_tokens, config.temperature, sample_index=i)
             episodes.append(await solver.agent(example, "react", on_event, sampling=sampling))
         stats = sum((e.stats for e in episodes), StepStats())

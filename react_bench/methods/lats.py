@@ -90,6 +90,7 @@ from react_bench.events import (
     EpisodeFinished,
     StepFinished,
     StepStarted,
+    announce,
     event_to_dict,
 )
 from react_bench.loop import Decision, ToolCall, execute_all
@@ -531,7 +532,7 @@ class TreeSearch:
             if node is None:
                 break
             self.iterations += 1
-            self._tell(search_iteration(self.iterations, self.cfg.iterations, len(self.nodes)))
+            announce(self.on_event, search_iteration(self.iterations, self.cfg.iterations, len(self.nodes)))
             children = await self._expand(node)
             won = next((c for c in children if c.success()), None)
             if won is not None:

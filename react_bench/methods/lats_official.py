@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from react_bench.errors import ConfigError
-from react_bench.events import MethodStage
+from react_bench.events import MethodStage, announce
 
 # the code: lapisrocks/LanguageAgentTreeSearch@853d816, hotpot/lats.py and hotpot/hotpotqa.py
 SOURCE = "lapisrocks/LanguageAgentTreeSearch@853d816 hotpot/lats.py"
@@ -777,8 +777,7 @@ def iteration_events(on_event: Any, total: int) -> Callable[[int, int], None]:
     """A search's ``on_iteration``: each iteration said as a method stage (``search_iteration``)."""
 
     def said(done: int, nodes: int) -> None:
-        if on_event is not None:
-            on_event(search_iteration(done, total, nodes))
+        announce(on_event, search_iteration(done, total, nodes))
 
     return said
 

@@ -58,7 +58,7 @@ from typing import Any, Literal, get_args
 
 from react_bench.environment import Action, Environment, Example, Observation
 from react_bench.errors import ConfigError, settings_of
-from react_bench.events import MethodStage
+from react_bench.events import MethodStage, announce
 from react_bench.methods.core import (
     Costing,
     Curve,
@@ -478,8 +478,7 @@ class Reflexion(Method):
         error = None
         while error is None and (not trials or (not trials[-1].success and len(trials) < r.trials)):
             number = len(trials) + 1
-            if on_event is not None:
-                on_event(MethodStage("trial", number, r.trials))
+            announce(on_event, MethodStage("trial", number, r.trials))
             memory = tuple(t.reflection for t in trials if t.reflection)[-r.memory :]
             start = len(calls) if calls is not None else 0
             halting = (

@@ -42,6 +42,7 @@ from react_bench.models.base import (
     stream_response,
 )
 from react_bench.models.collector import response_to_events
+from react_bench.timeline import call_ended, call_started
 from react_bench.types import (
     ModelResponse,
     StopReason,
@@ -118,14 +119,18 @@ class RecordingModel(ModelLayer):
         slot = RecordedFailure("in flight")
         if calls is not None:
             calls.append(slot)
+        mark = call_started()  # the call's time in the example's timeline (its trace's chat span)
         try:
             async for item in stream_response(self.inner, request):
                 if isinstance(item, ModelResponse) and calls is not None:
                     _fill(calls, slot, item)  # before it is handed on: the caller may stop reading there
+                    call_ended(mark, item)
                 yield item
         except Exception as exc:
             if calls is not None:
-                _fill(calls, slot, RecordedFailure(f"{type(exc).__name__}: {exc}"))
+                failure = RecordedFailure(f"{type(exc).__name__}: {exc}")
+                _fill(calls, slot, failure)
+                call_ended(mark, failure)
             raise
         finally:
             if calls is not None and any(c is slot for c in calls):  # cancelled, or closed before a response

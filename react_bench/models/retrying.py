@@ -27,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import cast
 
 from react_bench.events import MessageStop, StreamEvent
 from react_bench.models.base import MalformedResponse, ModelClient, ModelError, ModelLayer, ModelRequest
@@ -72,6 +73,8 @@ class RetryingModel(ModelLayer):
                 attempt += 1
                 count("retries")
                 continue
+            if attempt:  # the response says what it took (its trace's chat span)
+                events[-1] = replace(cast(ModelResponse, events[-1]), retries=attempt)
             for item in events:
                 yield item
             return
