@@ -30,6 +30,7 @@ COMMANDS = {
     "audit": "the grader's own checks: null and oracle agents, candidate lists, gold isolation, label errors",
     "plan": "from a pilot run, the examples and trials needed to detect a difference, and their price",
     "search": "the best configuration for a budget: models, modes and settings raced, the dominated dropped early",
+    "traces": "a run's examples as OpenTelemetry GenAI traces: to a collector (Phoenix) or a file",
     "build-wiki": "an offline wiki file for wiki=local",
     "webshop-server": "the project's WebShop server, over HTTP",
     "make-exemplars": "the project's few-shot exemplars, regenerated",

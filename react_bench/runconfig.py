@@ -88,6 +88,22 @@ class RaySettings:
 
 
 @dataclass(frozen=True)
+class TraceSettings:
+    """``trace``: where a run's spans go while it runs (``react_bench.tracing``); never in the fingerprint."""
+
+    endpoint: str | None = default("trace.endpoint")  # None: $OTEL_EXPORTER_OTLP_ENDPOINT, else no tracing
+    content: bool = default("trace.content")
+
+    @staticmethod
+    def from_mapping(values: Mapping[str, Any]) -> TraceSettings:
+        check_known(values, (f.name for f in fields(TraceSettings)), "trace")
+        endpoint = values.get("endpoint")
+        if endpoint not in (None, "") and not str(endpoint).startswith(("http://", "https://")):
+            raise ConfigError(f"trace.endpoint={endpoint!r}: an OTLP/HTTP URL (http://host:4318), or null")
+        return TraceSettings(None if endpoint in (None, "") else str(endpoint), _bool(values, "content"))
+
+
+@dataclass(frozen=True)
 class RunConfig:
     task: TaskConfig
     model: ModelSpec  # a plain mapping (a model group file's) is read into one
@@ -118,6 +134,7 @@ class RunConfig:
     request_cache: CacheMode = "on" if default("cache") is True else "off"  # `cache`: true | false | refresh
     executor: Executor = default("executor")  # local: this process | ray: the episodes on a Ray cluster
     ray: RaySettings = RaySettings()
+    trace: TraceSettings = TraceSettings()
     composed: dict[str, Any] = field(default_factory=dict, compare=False)  # the mapping this was built from
 
     def __post_init__(self) -> None:
@@ -180,6 +197,7 @@ class RunConfig:
             max_cost_usd=_budget(cfg.get("max_cost_usd")),
             executor=_executor(cfg),
             ray=RaySettings.from_mapping(cfg.get("ray") or {}),
+            trace=TraceSettings.from_mapping(cfg.get("trace") or {}),
             composed=json.loads(json.dumps(dict(cfg), default=str)),
         )
 

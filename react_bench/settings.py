@@ -195,6 +195,18 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("judge.all", False, "true: exact-match hits are sent to the judge too"),
     Setting("judge.base_url", None, "the judge model's endpoint, where not its file's"),
     Setting("judge.api_key_env", None, "the NAME of the variable holding the judge's key, where not its file's"),
+    Setting(
+        "trace.endpoint",
+        None,
+        "an OTLP/HTTP collector (Phoenix: http://localhost:6006): each example a trace as the run goes; "
+        "null: $OTEL_EXPORTER_OTLP_ENDPOINT, else none",
+        section="trace (react_bench/tracing): OpenTelemetry GenAI spans, live (docs/traces.md)",
+    ),
+    Setting(
+        "trace.content",
+        False,
+        "true: the questions, responses, actions and observations go into the spans too (else sizes only)",
+    ),
     Setting("batch", False, "true: every model request through the Message Batches API in rounds, half price"),
     Setting("batch_poll_s", 30, "seconds between polls of a batch"),
     Setting("cache", True, "request cache: a rerun makes no model call; false: bypass; refresh: ask again, overwrite"),
