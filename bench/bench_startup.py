@@ -67,6 +67,9 @@ HEAVY = (
     "bs4",
     "textworld",
     "alfworld",
+    # tracing's SDK and exporter (trace.endpoint): imported only once a collector is named (the API alone,
+    # opentelemetry.context, comes with `import anthropic` wherever it is installed)
+    "opentelemetry.sdk",
 )
 USES = {"claude": {"anthropic"}, "default": {"llama_cpp"}, "help": set()}
 CPU_S: list[float] = []  # each timed Claude run's whole CPU: an n=1 run is its fixed cost
@@ -189,7 +192,7 @@ def import_times(args: list[str]) -> tuple[list[dict[str, Any]], set[str]]:
         if not cumulative.isdigit():
             continue
         raw = line.split("|")[2]
-        imported.add(name.split(".")[0])
+        imported.update((name.split(".")[0], ".".join(name.split(".")[:2])))
         if not raw[1:].startswith("  "):  # depth 0: imported by the program itself
             rows.append({"module": name, "ms": round(int(cumulative) / 1000, 1)})
     rows.sort(key=lambda r: r["ms"], reverse=True)

@@ -308,3 +308,65 @@ def test_a_record_from_before_timelines_gives_its_agent_span_alone():
     spans = [s for r in records for s in example_spans(RunInfo.of(RunHeader.read(old)), r)]
     assert [s.name for s in spans] == ["invoke_agent reflexion"] * len(records)
     assert all(s.attributes["react_bench.timeline"] == "not recorded" for s in spans)
+
+
+async def test_reflexions_trials_are_spans_that_hold_their_calls_and_actions(tmp_path, receiver, key):
+    from react_bench.methods.core import SolveSettings
+    from react_bench.methods.reflexion import ReflexionConfig
+    from tests.support_oracle import gold_answers
+    from tests.test_reflexion import Learner
+
+    golds = gold_answers(1)
+    with MessagesServer(responder=Learner(golds, needs=(1,))) as server:  # wrong, a reflection, then right
+        base = run_config(server, tmp_path, receiver.url)
+        solve = SolveSettings(mode="reflexion", options=ReflexionConfig(trials=3, evaluator="oracle"))
+        cfg = replace(base, task=replace(base.task, n=1), solve=solve)
+        result = await evaluate(cfg, out=io.StringIO())
+    (record,) = iter_example_records(result.run_dir)
+    spans = {s["span_id"]: s for s in receiver.spans}
+    trials = sorted((s for s in spans.values() if s["name"].startswith("trial ")), key=lambda s: s["start_ns"])
+    assert (
+        [t["name"] for t in trials]
+        == ["trial 1", "trial 2"]
+        == [f"trial {t['trial']}" for t in record.method["trials"]]
+    )
+    (agent,) = by_kind(list(spans.values()), "invoke_agent")
+    assert {t["parent_id"] for t in trials} == {agent["span_id"]} and agent["name"] == "invoke_agent reflexion"
+    under = {t["span_id"]: [s for s in spans.values() if s["parent_id"] == t["span_id"]] for t in trials}
+    first, second = (under[t["span_id"]] for t in trials)
+    # trial 1: its act (a finish) and the reflection written after it; trial 2: its act
+    assert [s["name"] for s in sorted(first, key=lambda s: s["start_ns"])] == [
+        f"chat {MODEL}",
+        "execute_tool finish",
+        f"chat {MODEL}",
+    ]
+    assert [s["name"] for s in sorted(second, key=lambda s: s["start_ns"])] == [f"chat {MODEL}", "execute_tool finish"]
+    assert trials[0]["end_ns"] == trials[1]["start_ns"] and trials[1]["end_ns"] == agent["end_ns"]
+
+
+async def test_batch_rounds_show_as_the_calls_they_carried_with_the_batch_id(tmp_path, receiver, key):
+    with MessagesServer(responder=respond) as server:
+        server.batch_latency_s = 0.01
+        cfg = replace(run_config(server, tmp_path, receiver.url), batch=True, batch_poll_s=0.01)
+        result = await evaluate(cfg, out=io.StringIO())
+    state = json.loads((result.run_dir / "batches.json").read_text())
+    carried = {response: batch["id"] for batch in state["batches"] for response in batch["responses"]}
+    chats = by_kind(receiver.spans, "chat")
+    assert len(chats) == len(carried) == sum(r.calls for r in iter_example_records(result.run_dir))
+    for chat in chats:
+        attributes = chat["attributes"]
+        assert attributes["react_bench.response.source"] == "batch"
+        assert attributes["react_bench.batch.id"] == carried[attributes["gen_ai.response.id"]]
+    assert len({c["attributes"]["react_bench.batch.id"] for c in chats}) > 1  # one batch a round
+
+
+def test_nothing_of_opentelemetry_is_imported_by_a_run_that_traces_nothing():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import react_bench.evaluate, react_bench.episode, react_bench.timeline; "
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert found.stdout.strip() == "[]"
