@@ -24,7 +24,7 @@ from react_bench.testing.otlp_receiver import OtlpReceiver
 from react_bench.testing.sse import Reply
 from react_bench.tracing.export import SpanQueue, traces_url
 from react_bench.tracing.replay import main as traces_main
-from react_bench.tracing.spans import RunInfo, Span, example_spans
+from react_bench.tracing.spans import INVALID, RunInfo, Span, example_spans
 from tests.support import composed
 
 KEY_ENV = "REACT_BENCH_TEST_TRACE_KEY"
@@ -139,7 +139,7 @@ async def test_a_react_run_sends_each_example_as_one_trace_of_its_calls_and_acti
         assert agent["start_ns"] <= tool["start_ns"] <= tool["end_ns"] <= agent["end_ns"]
         assert tool["name"] == f"execute_tool {tool['attributes']['gen_ai.tool.name']}"
     names = sorted(t["attributes"]["gen_ai.tool.name"] for t in tools)
-    assert names == sorted(a.name for actions in executed.values() for a in actions)
+    assert names == sorted(a.name or INVALID for actions in executed.values() for a in actions)
 
     # no text of the example leaves the machine, nor the key
     sent = json.dumps(spans)
@@ -370,3 +370,68 @@ def test_nothing_of_opentelemetry_is_imported_by_a_run_that_traces_nothing():
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert found.stdout.strip() == "[]"
+
+
+def test_a_received_run_folder_with_damaged_lines_is_read_as_data(tmp_path, capsys):
+    run = Path(__file__).parent / "fixtures" / "runs_v2" / "synthwiki" / "scripted" / "reflexion-text" / "reflexion_v2"
+    folder = tmp_path / "received"
+    folder.mkdir()
+    (folder / "run.json").write_text((run / "run.json").read_text())
+    good = (run / "examples.jsonl").read_text().splitlines()[0]
+    bad_times = json.dumps({**json.loads(good), "timeline": {"calls": [{"t": ["soon", None]}], "started": "x"}})
+    (folder / "examples.jsonl").write_text("\n".join([good, "not json", "[1, 2]", bad_times]) + "\n")
+    out = tmp_path / "spans.jsonl"
+    assert traces_main([str(folder), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "1 example(s), 1 span(s)" in said and "3 line(s) that are not records were skipped" in said
+    assert [json.loads(line)["name"] for line in out.read_text().splitlines()] == ["invoke_agent reflexion"]
+    assert traces_main([str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+
+
+def stage_tree(spans: list[dict[str, Any]]) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, list[str]]]:
+    """The agent span, its stage spans in order, and the names of each stage's children."""
+    (agent,) = by_kind(spans, "invoke_agent")
+    stages = sorted(
+        (s for s in spans if s["parent_id"] == agent["span_id"] and "gen_ai.operation.name" not in s["attributes"]),
+        key=lambda s: s["start_ns"],
+    )
+    children = {
+        s["span_id"]: [c["name"] for c in sorted(spans, key=lambda c: c["start_ns"]) if c["parent_id"] == s["span_id"]]
+        for s in stages
+    }
+    return agent, stages, children
+
+
+async def test_lats_iterations_and_best_of_ks_candidates_are_spans_of_their_own(tmp_path, receiver, key):
+    from react_bench.methods.best_of_k import BestOfKConfig
+    from react_bench.methods.core import SolveSettings
+    from react_bench.methods.lats import LatsConfig
+    from tests.support_oracle import gold_answers
+    from tests.test_best_of_k import Sampler
+    from tests.test_lats import Brancher
+
+    golds = gold_answers(1)
+    runs = {
+        "lats": (Brancher(golds), SolveSettings(mode="lats", options=LatsConfig(n=2, iterations=3))),
+        "best_of_k": (Sampler(golds), SolveSettings(mode="best_of_k", options=BestOfKConfig(k=3))),
+    }
+    for name, (responder, solve) in runs.items():
+        receiver.spans.clear()
+        with MessagesServer(responder=responder) as server:
+            base = run_config(server, tmp_path / name, receiver.url)
+            result = await evaluate(replace(base, task=replace(base.task, n=1), solve=solve), out=io.StringIO())
+        (record,) = iter_example_records(result.run_dir)
+        agent, stages, children = stage_tree(receiver.spans)
+        assert agent["name"] == f"invoke_agent {name}"
+        assert sum(len(c) for c in children.values()) == len(receiver.spans) - 1 - len(stages)  # all inside stages
+        assert len(by_kind(receiver.spans, "chat")) == record.calls
+        if name == "lats":
+            iterations = record.method["tree"]["iterations"]
+            assert [s["name"] for s in stages] == [f"search iteration {i}" for i in range(1, iterations + 1)]
+            assert all(any(n.startswith("execute_tool ") for n in c) for c in children.values())
+        else:
+            assert [s["name"] for s in stages] == ["candidate 1", "candidate 2", "candidate 3", "selection 1"]
+            *candidates, selection = stages
+            for candidate in candidates:  # each a ReAct episode: its call, its finish
+                assert children[candidate["span_id"]] == [f"chat {MODEL}", "execute_tool finish"]
+            assert children[selection["span_id"]] == [f"chat {MODEL}"] * 3  # the value calls

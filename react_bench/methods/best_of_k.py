@@ -138,6 +138,7 @@ class BestOfK(Method):
         values: list[float | None] = [None] * len(episodes)
         unparsed = 0
         if error is None:
+            announce(on_event, MethodStage("selection", 1, 1))  # the value calls: a stage of their own
             try:
                 values, used, unparsed = await _values(solver, config, episodes, stats)
                 usage += used

@@ -64,12 +64,13 @@ def run_spans(run_dir: Path, *, content: bool = False) -> tuple[list[Span], dict
     for line in _lines(run_dir / "examples.jsonl", skipped):
         try:
             record = ExampleRecord.from_dict(line)
-        except (KeyError, TypeError, ValueError):
+            made = example_spans(info, record, cassettes.get((record.id, record.epoch)), batches, content=content)
+        except (KeyError, TypeError, ValueError, AttributeError):  # a line no run of ours wrote
             skipped[0] += 1
             continue
         examples += 1
         untimed += record.timeline is None
-        spans += example_spans(info, record, cassettes.get((record.id, record.epoch)), batches, content=content)
+        spans += made
     return spans, {"examples": examples, "untimed": untimed, "skipped": skipped[0]}
 
 

@@ -206,6 +206,8 @@ def example_spans(
         agent["react_bench.reward"] = float(record.reward)
     if not timeline:
         agent["react_bench.timeline"] = "not recorded"  # a record from before timelines: the agent span alone
+    if record.reason == "error":
+        agent["error.type"] = _error_type(record.error or "")
     if content:
         agent["gen_ai.input.messages"] = _messages("user", record.first_observation or record.question)
         agent["gen_ai.output.messages"] = _messages("assistant", record.prediction, record.reason)
@@ -219,11 +221,9 @@ def example_spans(
             _ns(started, 0.0),
             end,
             agent,
-            record.error if record.reason == "error" and record.error else None,
+            _error_type(record.error or "") if record.reason == "error" else None,
         )
     ]
-    if record.reason == "error":
-        agent["error.type"] = _error_type(record.error or "")
 
     stages = list(timeline.get("stages") or ())
     stage_ids: list[tuple[float, int]] = []
