@@ -435,3 +435,18 @@ async def test_lats_iterations_and_best_of_ks_candidates_are_spans_of_their_own(
             for candidate in candidates:  # each a ReAct episode: its call, its finish
                 assert children[candidate["span_id"]] == [f"chat {MODEL}", "execute_tool finish"]
             assert children[selection["span_id"]] == [f"chat {MODEL}"] * 3  # the value calls
+
+
+def test_a_record_whose_spans_cannot_be_made_costs_its_trace_never_the_run(tmp_path, receiver):
+    from react_bench.tracing.live import LiveTrace
+
+    run = Path(__file__).parent / "fixtures" / "runs_v2" / "synthwiki" / "scripted" / "reflexion-text" / "reflexion_v2"
+    (tmp_path / "run.json").write_text((run / "run.json").read_text())
+    good = next(iter_example_records(run))
+    tracer = LiveTrace(receiver.url + "/v1/traces", tmp_path, content=False)
+    tracer.example(replace(good, timeline={"started": 0.0, "calls": [{"t": ["soon", None]}]}), {})
+    tracer.example(good, {})
+    sent = tracer.close()
+    assert (sent.made, sent.sent, sent.untraced) == (1, 1, 1), sent
+    assert "1 sent, 1 example(s) not traced (spans not made: ValueError)" in sent.line()
+    assert json.loads((tmp_path / "trace.json").read_text())["untraced_examples"] == 1

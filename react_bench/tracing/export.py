@@ -127,15 +127,26 @@ class Sent:
     sent: int = 0
     dropped: int = 0
     reason: str = ""  # why spans were dropped, in a few words
+    untraced: int = 0  # examples whose spans could not be made (a fault of ours, said)
 
     def line(self) -> str:
         said = f"trace: {self.made} span(s) to {self.url}: {self.sent} sent"
         if self.dropped:
-            said += f", {self.dropped} dropped ({self.reason}); the run's record holds them: react-bench traces"
+            said += f", {self.dropped} dropped"
+        if self.untraced:
+            said += f", {self.untraced} example(s) not traced"
+        if self.dropped or self.untraced:
+            said += f" ({self.reason}); the run's record holds them: react-bench traces"
         return said
 
     def to_dict(self) -> dict[str, Any]:
-        return {"endpoint": self.url, "spans": self.made, "sent": self.sent, "dropped": self.dropped}
+        return {
+            "endpoint": self.url,
+            "spans": self.made,
+            "sent": self.sent,
+            "dropped": self.dropped,
+            "untraced_examples": self.untraced,
+        }
 
 
 @dataclass

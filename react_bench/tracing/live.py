@@ -42,7 +42,13 @@ class LiveTrace:
         calls = (record.timeline or {}).get("calls") or ()
         batched = any(isinstance(c, Mapping) and c.get("source") == "batch" for c in calls)
         batches = read_batch_ids(self.run_dir) if batched else {}
-        self.queue.put(example_spans(self.info, record, cassette, batches, content=self.content))
+        try:
+            spans = example_spans(self.info, record, cassette, batches, content=self.content)
+        except Exception as exc:  # a fault of ours in the spans costs the trace, never the run: said at its end
+            self.queue.sent.untraced += 1
+            self.queue.sent.reason = self.queue.sent.reason or f"spans not made: {type(exc).__name__}"
+            return
+        self.queue.put(spans)
 
     def close(self) -> Sent:
         sent = self.queue.close()
