@@ -8,7 +8,6 @@ import io
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ import pytest
 from react_bench.evaluate import evaluate
 from react_bench.results import iter_example_records
 from react_bench.testing.messages_server import MessagesServer
-from tests.test_tracing import KEY_ENV, MODEL, respond, run_config
+from tests.test_tracing import KEY_ENV, MODEL, free_port, respond, run_config
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -38,12 +37,6 @@ def phoenix_binary() -> str:
             pytest.fail("CI needs Debian's chromium (.ci/run installs it)")
         pytest.skip("no chromium here (apt-get install chromium)")
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def get(url: str) -> Any:
