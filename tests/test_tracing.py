@@ -28,7 +28,7 @@ from react_bench.tracing.spans import INVALID, RunInfo, Span, example_spans
 from tests.support import composed
 
 KEY_ENV = "REACT_BENCH_TEST_TRACE_KEY"
-SECRET = "sk-ant-trace-test-SECRET-4417"  # the key's value: never in a span
+SECRET = "trace-test-credential-4417"  # the key variable's value (no real key): never in a span
 MODEL = "claude-sonnet-4-6"
 _ASKED = re.compile(r"Begin your reply with `(Thought|Action) (\d+):")
 
